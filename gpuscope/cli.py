@@ -52,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gpuscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for mod_name in STAGE_CLIS:
-        if importlib.util.find_spec(mod_name) is None:
+        try:
+            if importlib.util.find_spec(mod_name) is None:
+                continue
+        except ModuleNotFoundError:  # the stage package itself is not there yet
             continue
         mod = importlib.import_module(mod_name)
         mod.register(sub)
