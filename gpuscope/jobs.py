@@ -254,11 +254,13 @@ def read_queue(path: str | Path) -> list[JobSpec]:
     """Read a job queue from ``.csv`` (one job a row, header = JobSpec fields) or ``.json``
     (a list of job objects, or ``{"jobs": [...]}``). Jobs without ``job_id`` get ``j000``…"""
     path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".json"):
+        raise InputError(f"job queue {path}: unsupported extension {suffix!r} (use .csv or .json)")
     try:
         text = path.read_text()
     except OSError as e:
         raise InputError(f"cannot read job queue {path}: {e.strerror}") from None
-    suffix = path.suffix.lower()
     rows: list[dict[str, Any]]
     if suffix == ".json":
         try:
@@ -270,13 +272,11 @@ def read_queue(path: str | Path) -> list[JobSpec]:
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise InputError(f"job queue {path} must be a JSON list of job objects")
         rows = data
-    elif suffix == ".csv":
+    else:
         reader = csv.DictReader(text.splitlines())
         if not reader.fieldnames:
             raise InputError(f"job queue {path} is empty")
         rows = [dict(r) for r in reader]
-    else:
-        raise InputError(f"job queue {path}: unsupported extension {suffix!r} (use .csv or .json)")
     jobs = []
     for i, r in enumerate(rows):
         try:
