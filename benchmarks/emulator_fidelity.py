@@ -1,0 +1,277 @@
+"""Emulator fidelity against real measurements published by others (issue 4, item 4).
+
+Prints, for Gavel's measured throughputs (data/gavel/simulation_throughputs.json; K80, P100,
+V100) and the AlexNet table (data/gpuscheduler/data_2d10d_filtered.csv; GTX 1080Ti, M60, K80,
+P600), median |log(emulated / measured)| against the target 0.15, before and after fitting.
+
+Fitting (five parameters, held-out tests): one efficiency per architecture generation (kepler,
+pascal, volta) on ResNet-50 single-GPU throughputs; the per-step host latency on ResNet-18 P100
+throughputs; all-reduce overlap and link efficiency on ResNet-50 2/4/8-GPU scaling. Held out:
+ResNet-18 on K80/V100, ResNet-18 ratios and scaling, and all AlexNet figures.
+Mapping: Gavel "ResNet-50 (batch B)" = catalog resnet50 on ImageNet; Gavel "ResNet-18 (batch B)"
+is the CIFAR-10 ResNet-18 of Gavel's workloads (kuangliu's), which the catalog lacks, so it is
+traced here; Transformer, LM, Recommendation, CycleGAN and A3C have no catalog counterpart
+and are not compared. Usage:
+
+    python benchmarks/emulator_fidelity.py [--write] [--data ../shared/data]
+
+``--write`` stores the fitted parameters in gpuscope/emulator/calibration.json. Provenance of
+every emulated figure: emulated; of every reference figure: measured (by Gavel's and the
+GPUScheduler authors, on their hardware).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpuscope.devices import get_device
+from gpuscope.emulator.calibrate import (
+    Point,
+    exec_time_errors,
+    fit_arch_eff,
+    fit_device,
+    fit_multi_gpu,
+    fit_step_sync,
+    load_alexnet,
+    load_gavel,
+    log_errors,
+    median_abs,
+)
+from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams
+from gpuscope.emulator.perf import GraphCost, estimate
+from gpuscope.graphs import GraphCache
+from gpuscope.jobs import JobSpec
+
+TARGET = 0.15
+
+
+def resnet18_cifar_cost(batch: int) -> GraphCost:
+    """Trace the CIFAR-10 ResNet-18 (BasicBlock [2,2,2,2], 64-512 channels, 3x3 stem)."""
+    import torch
+    from torch import nn
+
+    from gpuscope.graphs.torch_frontend import trace_train_step
+
+    class Block(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.b1 = nn.BatchNorm2d(cout)
+            self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.b2 = nn.BatchNorm2d(cout)
+            self.sc = nn.Sequential()
+            if stride != 1 or cin != cout:
+                self.sc = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.relu(self.b1(self.c1(x)))
+            return torch.relu(self.b2(self.c2(y)) + self.sc(x))
+
+    layers, cin = [nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU()], 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
+    model = nn.Sequential(*layers).to("meta")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = torch.empty(batch, 3, 32, 32, device="meta")
+    y = torch.zeros(batch, dtype=torch.long, device="meta")
+
+    def step(b: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(b[0]), b[1])
+        loss.backward()
+        opt.step()
+        return loss
+
+    g = trace_train_step(step, (x, y), model, [opt], name=f"resnet18-cifar10-b{batch}")
+    return GraphCost.from_graph(g, batch)
+
+
+def gavel_points(gavel: pd.DataFrame, cache: GraphCache) -> tuple[list[Point], list[Point]]:
+    """Single-GPU and multi-GPU points for the job types the catalog represents."""
+    costs: dict[tuple[str, int], tuple[JobSpec, GraphCost]] = {}
+    single, multi = [], []
+    base = gavel[gavel.n_gpus == 1].set_index(["device", "job_type"])["steps_per_s"]
+    for r in gavel.itertuples():
+        if r.model == "ResNet-50":
+            job = JobSpec("resnet50", "imagenet", "sgd", r.batch_size, 1)
+            key = ("resnet50", r.batch_size)
+            if key not in costs:
+                costs[key] = (job, GraphCost.from_graph(cache.get_or_export(job), r.batch_size))
+        elif r.model == "ResNet-18":
+            job = JobSpec("resnet20", "cifar10", "sgd", r.batch_size, 1)  # dataset/batch only
+            key = ("resnet18", r.batch_size)
+            if key not in costs:
+                costs[key] = (job, resnet18_cifar_cost(r.batch_size))
+        else:
+            continue
+        job, cost = costs[key]
+        dev = get_device(r.device)
+        if r.n_gpus == 1:
+            single.append(Point(job, cost, dev, r.steps_per_s, 1, f"{key[0]}-b{r.batch_size}"))
+        elif (r.device, r.job_type) in base.index:
+            multi.append(Point(job, cost, dev, r.steps_per_s / base[(r.device, r.job_type)],
+                               r.n_gpus, f"{key[0]}-b{r.batch_size}"))
+    return single, multi
+
+
+def ratio_errors(points: list[Point], params: EmulatorParams) -> pd.DataFrame:
+    """V100/K80 and P100/K80 speed ratios, emulated vs measured, per job type."""
+    rows = []
+    by = {(p.label, p.device.name): p for p in points}
+    for (label, dev), p in by.items():
+        k = by.get((label, "k80"))
+        if dev == "k80" or k is None:
+            continue
+        emu = estimate(k.job, k.cost, k.device, params).iter_s / estimate(p.job, p.cost, p.device, params).iter_s
+        meas = p.measured / k.measured
+        rows.append({"job": label, "ratio": f"{dev}/k80", "measured": meas, "emulated": emu,
+                     "log_err": float(np.log(emu / meas))})
+    return pd.DataFrame(rows)
+
+
+def alexnet_table(alex: pd.DataFrame, cache: GraphCache, params: EmulatorParams) -> pd.DataFrame:
+    rows = []
+    for b, grp in alex.groupby("batch_size"):
+        job = JobSpec("alexnet", "imagenet", "sgd", int(b), 1)
+        cost = GraphCost.from_graph(cache.get_or_export(job), int(b))
+        ref = grp[grp.device == "gtx1080ti"].set_index("epochs")["exec_time_s"]
+        for r in grp.itertuples():
+            e = estimate(job, cost, get_device(r.device), params)
+            t_emu = r.images / b * e.iter_s  # per epoch; the measured run has r.epochs epochs
+            e_ref = estimate(job, cost, get_device("gtx1080ti"), params)
+            rows.append({"batch": int(b), "epochs": r.epochs, "device": r.device,
+                         "measured_s": r.exec_time_s, "emulated_s": t_emu * r.epochs,
+                         "fits_memory": e.status == "ok",
+                         "ratio_measured": r.exec_time_s / ref[r.epochs],
+                         "ratio_emulated": e.iter_s / e_ref.iter_s})
+    df = pd.DataFrame(rows)
+    df["log_err_ratio"] = np.log(df.ratio_emulated / df.ratio_measured)
+    df["log_err_abs"] = np.log(df.emulated_s / df.measured_s)
+    return df
+
+
+def measured_calibration(root: Path, cache: GraphCache, params: EmulatorParams) -> None:
+    """Per-device calibration against datasets/measured/<device>/ (before/after error)."""
+    from gpuscope.devices import load_catalog
+
+    cat = load_catalog()
+    dirs = sorted(d for d in root.iterdir() if (d / "labels.parquet").exists()) if root.exists() else []
+    if not dirs:
+        print("no measured dataset in", root)
+    for d in dirs:
+        lab = pd.read_parquet(d / "labels.parquet")
+        ok = lab[lab.status == "ok"]
+        name = str(lab.device.iloc[0]) if len(lab) else d.name
+        if name not in cat:
+            print(f"{name}: {len(ok)} measured runs, not a catalog GPU (no GPU sensors: "
+                  f"{int(ok.gpu_util_peak.isna().sum())} runs without gpu_util), so no GPU "
+                  f"efficiency to calibrate; exec time median {ok.exec_time_s.median():.1f} s "
+                  f"for {int(ok.steps_per_epoch.max())} steps/epoch at most")
+            continue
+        rows = []
+        for r in ok.itertuples():
+            job = JobSpec(r.model, r.dataset, r.optimizer, int(r.batch_size), int(r.epochs),
+                          steps_per_epoch=int(r.steps_per_epoch))
+            rows.append((job, GraphCost.from_graph(cache.get_or_export(job), job.batch_size),
+                         cat[name], float(r.exec_time_s)))
+        half = len(rows) // 2
+        fit = fit_device(rows[:half] or rows, params)
+        for tag, prm in (("before", params), ("after", fit)):
+            print(report(f"{name} exec time, fit half, {tag}", exec_time_errors(rows[:half], prm)))
+            print(report(f"{name} exec time, held-out half, {tag}", exec_time_errors(rows[half:], prm)))
+
+
+def scatter(path: str, groups: dict[str, list[Point]], prior: EmulatorParams,
+            fitted: EmulatorParams) -> None:
+    """Emulated vs measured single-GPU steps/s (log-log), prior and fitted parameters."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.5), sharey=True)
+    for ax, (tag, prm) in zip(axes, (("prior", prior), ("fitted", fitted))):
+        for (label, pts), marker in zip(groups.items(), "osv"):
+            meas = np.array([p.measured for p in pts])
+            emu = meas * np.exp(log_errors(pts, prm))
+            ax.scatter(meas, emu, marker=marker, label=label)
+        lim = [0.2, 300]
+        ax.plot(lim, lim, "k--", lw=1)
+        ax.fill_between(lim, np.array(lim) * np.exp(-TARGET), np.array(lim) * np.exp(TARGET),
+                        color="grey", alpha=0.2, label="target +-0.15 log")
+        ax.set(xscale="log", yscale="log", xlim=lim, ylim=lim, title=f"{tag} parameters",
+               xlabel="measured steps/s (Gavel: K80, P100, V100)")
+    axes[0].set_ylabel("emulated steps/s")
+    axes[1].legend(fontsize=8)
+    fig.suptitle("Emulated (gpuscope) vs measured (Gavel) single-GPU throughput")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    print("wrote", path)
+
+
+def report(name: str, err: np.ndarray) -> str:
+    m = median_abs(err)
+    return f"{name:<48} n={err.size:3d}  median|log|={m:.3f}  target {TARGET} ({m / TARGET:.2f}x)"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    ap.add_argument("--write", action="store_true", help="write gpuscope/emulator/calibration.json")
+    ap.add_argument("--figure", default=None, help="write a PNG of emulated vs measured steps/s")
+    args = ap.parse_args()
+    data = Path(args.data)
+    cache = GraphCache()
+    gavel = load_gavel(data / "gavel" / "simulation_throughputs.json")
+    single, multi = gavel_points(gavel, cache)
+    r50 = [p for p in single if p.label.startswith("resnet50")]
+    r18 = [p for p in single if p.label.startswith("resnet18")]
+    m50 = [p for p in multi if p.label.startswith("resnet50")]
+    m18 = [p for p in multi if p.label.startswith("resnet18")]
+    prior = EmulatorParams()
+    r18_fit = [p for p in r18 if p.device.name == "p100"]
+    r18_test = [p for p in r18 if p.device.name != "p100"]
+    fitted = fit_multi_gpu(m50, fit_step_sync(r18_fit, fit_arch_eff(r50, prior)))
+    print("provenance: emulated vs measured (Gavel; GPUScheduler AlexNet)")
+    print("fitted arch_eff:", {k: round(v, 3) for k, v in fitted.arch_eff.items() if k in ("kepler", "pascal", "volta")},
+          f"step_sync_ms={fitted.step_sync_ms:.1f} overlap={fitted.overlap:.3f} link_eff={fitted.link_eff:.3f}")
+    for tag, prm in (("prior", prior), ("fitted", fitted)):
+        print(f"\n== {tag} parameters ==")
+        print(report("Gavel ResNet-50 1-GPU steps/s (fit set)", log_errors(r50, prm)))
+        print(report("Gavel ResNet-18 P100 steps/s (fit set: step_sync)", log_errors(r18_fit, prm)))
+        print(report("Gavel ResNet-18 K80+V100 steps/s (held out)", log_errors(r18_test, prm)))
+        rr = ratio_errors(single, prm)
+        for lab, sub in rr.groupby(rr.job.str.split("-").str[0]):
+            print(report(f"Gavel {lab} V100/K80, P100/K80 ratios", sub.log_err.to_numpy()))
+        print(report("Gavel ResNet-50 2/4/8-GPU scaling (fit set)", log_errors(m50, prm, "speedup")))
+        print(report("Gavel ResNet-18 2/4/8-GPU scaling (held out)", log_errors(m18, prm, "speedup")))
+        al = alexnet_table(load_alexnet(data / "gpuscheduler" / "data_2d10d_filtered.csv"), cache, prm)
+        nref = al[al.device != "gtx1080ti"]
+        print(report("AlexNet device ratios vs GTX 1080Ti (held out)", nref.log_err_ratio.to_numpy()))
+        print(report("AlexNet absolute exec time (held out)", al.log_err_abs.to_numpy()))
+        order_m = al.groupby("device").ratio_measured.mean().sort_values().index.tolist()
+        order_e = al.groupby("device").ratio_emulated.mean().sort_values().index.tolist()
+        print(f"AlexNet device order fastest->slowest: measured {order_m}, emulated {order_e}",
+              "(same)" if order_m == order_e else "(DIFFERENT)")
+        print("AlexNet mean ratios:", al.groupby("device")[["ratio_measured", "ratio_emulated"]].mean().round(2).to_dict("index"),
+              "fits memory:", al.groupby("device").fits_memory.all().to_dict())
+    if args.figure:
+        scatter(args.figure, {"ResNet-50 (fit)": r50, "ResNet-18 P100 (fit)": r18_fit,
+                              "ResNet-18 K80/V100 (held out)": r18_test}, prior, fitted)
+    print("\n== measured datasets (datasets/measured/) ==")
+    measured_calibration(Path(__file__).resolve().parents[1] / "datasets" / "measured", cache, fitted)
+    if args.write:
+        fitted.save(CALIBRATION_FILE, provenance="fitted to measured Gavel ResNet-50 throughputs "
+                    "(benchmarks/emulator_fidelity.py --write)")
+        print(f"\nwrote {CALIBRATION_FILE}")
+
+
+if __name__ == "__main__":
+    main()

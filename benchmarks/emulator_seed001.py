@@ -1,0 +1,79 @@
+"""Seed 001 checks on the emulated paper machines (GTX 1080, RTX 2070, Titan X).
+
+1. Table 1: average GPU utilisation and memory of VGG on ImageNet per machine (measured in the
+   paper: ~99 % on GTX 1080 and Titan X, 27 % / 16 % on the RTX 2070 machine, a CPU bottleneck).
+2. §4.2: which Table 3 jobs at batch 64 run out of memory on the 8 GB cards but run on the
+   12 GB Titan X, per optimizer (the paper: Adam at batch 64 fails on the 8 GB cards).
+Usage: python benchmarks/emulator_seed001.py [--figures] (graphs from the graph cache;
+emulated figures; --figures also writes docs/figures/emulator_trace_{gtx1080,rtx2070}.png).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from gpuscope.devices import get_device
+from gpuscope.emulator import GraphCost, default_params, estimate
+from gpuscope.graphs import GraphCache
+from gpuscope.jobs import TABLE3_CNNS, JobSpec
+
+PAPER_TABLE1 = {"vgg11": (98.84, 26.59, 98.27), "vgg16": (99.18, 16.16, 98.74),
+                "vgg19": (89.95, None, 98.88)}
+MACHINES = ("gtx1080", "rtx2070", "titanx")
+
+
+def trace_figures(out_dir: Path) -> None:
+    """Example emulated traces (vgg11, ImageNet, b32, 2 epochs) on the GTX 1080 and on the
+    slow-host RTX 2070 machine, plotted by the profiling stage's seed 001 Fig. 2 plot."""
+    from gpuscope.emulator.runs import run_meta
+    from gpuscope.emulator.traces import synth_trace
+    from gpuscope.profiling import plot_trace
+
+    p, cache = default_params(), GraphCache()
+    job = JobSpec("vgg11", "imagenet", "sgd", 32, 2, steps_per_epoch=100)
+    cost = GraphCost.from_graph(cache.get_or_export(job), 32)
+    for name in ("gtx1080", "rtx2070"):
+        dev = get_device(name)
+        e = estimate(job, cost, dev, p)
+        df, t = synth_trace(e, job, dev, p, seed=0)
+        path = plot_trace(df, run_meta(job, dev, e, t, 0, 1 / 6), out_dir / f"emulator_trace_{name}.png")
+        print("wrote", path)
+
+
+def main() -> None:
+    if "--figures" in sys.argv:
+        trace_figures(Path("docs/figures"))
+    p, cache = default_params(), GraphCache()
+    devs = [get_device(d) for d in MACHINES]
+    print("Table 1 (VGG, ImageNet, batch 32, SGD): GPU util %, memory MB -- emulated [paper]")
+    for m, paper in PAPER_TABLE1.items():
+        job = JobSpec(m, "imagenet", "sgd", 32, 10, steps_per_epoch=100)
+        cost = GraphCost.from_graph(cache.get_or_export(job), 32)
+        cells = []
+        for d, ref in zip(devs, paper):
+            e = estimate(job, cost, d, p)
+            cells.append(f"{d.name} {100 * e.gpu_util:5.1f}% {e.mem_mb:6.0f} MB "
+                         f"[{'-' if ref is None else f'{ref:.1f}%'}] ({e.bottleneck}-bound)")
+        print(f"  {m:6s} " + " | ".join(cells))
+    print("\nSec. 4.2: batch 64 jobs that OOM on 8 GB but run on the 12 GB Titan X")
+    for opt in ("sgd", "adam"):
+        only_titan, everywhere, none = [], [], []
+        for m in TABLE3_CNNS:
+            for ds in ("imagenet", "cifar10"):
+                job = JobSpec(m, ds, opt, 64, 10, steps_per_epoch=100)
+                cost = GraphCost.from_graph(cache.get_or_export(job), 64)
+                st = [estimate(job, cost, d, p).status for d in devs]
+                tag = f"{m}/{ds}"
+                if st[0] == st[1] == "oom" and st[2] == "ok":
+                    only_titan.append(tag)
+                elif all(s == "oom" for s in st):
+                    everywhere.append(tag)
+                elif all(s == "ok" for s in st):
+                    none.append(tag)
+        print(f"  {opt}: OOM on 8 GB only: {only_titan}; OOM on all three: {everywhere}; "
+              f"fits all: {len(none)} jobs")
+
+
+if __name__ == "__main__":
+    main()

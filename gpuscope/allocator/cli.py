@@ -1,0 +1,134 @@
+"""``gpuscope allocate`` and ``gpuscope tjng`` (issue 6; seed 001 §3.2, seed 002 §4.1)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from gpuscope.errors import InputError
+
+DEFAULT_TRUTH = Path(__file__).resolve().parents[2] / "datasets" / "emulated"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from gpuscope.allocator.ordering import ORDERS
+    from gpuscope.allocator.pipeline import NAMED_QUEUES
+    from gpuscope.allocator.policies import POLICIES
+    from gpuscope.allocator.predict import DEFAULT_MODEL_DIR
+
+    queues = ", ".join(NAMED_QUEUES)
+    p = subparsers.add_parser(
+        "allocate", help="place a job queue on a GPU cluster, simulate JCT and makespan",
+        description="Predict every job on every GPU type in one batch, place jobs with a "
+                    "policy (seed 001 Alg. 1-2), order each GPU's queue, simulate on ground "
+                    "truth, write plan, metrics and plots.")
+    p.add_argument("--jobs", required=True, help=f"queue file (.csv/.json) or one of: {queues}")
+    p.add_argument("--cluster", required=True, help="TYPE:COUNT,... e.g. gtx1080:1,rtx2070:1")
+    p.add_argument("--policy", default="comp-eff",
+                   help=f"one or a comma list of {', '.join(POLICIES)}, or 'all'")
+    p.add_argument("--order", default="fifo", help=f"one or a comma list of {', '.join(ORDERS)}")
+    p.add_argument("--resources", default="all",
+                   help="Eq. 2 resource set: all, a comma list, or -RES to drop one")
+    p.add_argument("--model-dir", default=str(DEFAULT_MODEL_DIR), help="checkpoint folder")
+    p.add_argument("--truth", default=None,
+                   help="ground-truth datasets folder (e.g. datasets/emulated); without it the "
+                        "simulation replays the predicted times")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random policy")
+    p.add_argument("-o", "--out", required=True, help="output folder")
+    p.set_defaults(func=_allocate)
+
+    t = subparsers.add_parser(
+        "tjng", help="export t_jng tables and a reference-scheduler instance",
+        description="Execution time of every job on every node type with g = 1..G GPUs "
+                    "(predicted one-GPU time scaled by the emulator's multi-GPU model, "
+                    "measured where available) and price, as gpuscope's t_jng table and the "
+                    "reference scheduler's instance folder (seed 002 Sec. 4.1).")
+    t.add_argument("--jobs", required=True, help=f"queue file (.csv/.json) or one of: {queues}")
+    t.add_argument("--cluster", required=True, help="TYPE:G,... e.g. v100:8,a100:8")
+    t.add_argument("--model-dir", default=str(DEFAULT_MODEL_DIR), help="checkpoint folder")
+    t.add_argument("--truth", default=None, help="datasets folder with measured labels")
+    t.add_argument("--nodes", type=int, default=None, help="nodes in tNodes.csv (default: types)")
+    t.add_argument("--seed", type=int, default=0, help="seed of generated due dates/weights")
+    t.add_argument("-o", "--out", required=True, help="output folder")
+    t.set_defaults(func=_tjng)
+
+
+def _split(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
+    items = [s.strip() for s in text.split(",") if s.strip()]
+    if items == ["all"]:
+        return list(allowed)
+    for s in items:
+        if s not in allowed:
+            raise InputError(f"unknown {what} {s!r}; expected one of {', '.join(allowed)}")
+    if not items:
+        raise InputError(f"no {what} given")
+    return items
+
+
+def _allocate(args: argparse.Namespace) -> int:
+    from gpuscope.allocator.cluster import ClusterSpec
+    from gpuscope.allocator.efficiency import parse_resources
+    from gpuscope.allocator.ordering import ORDERS
+    from gpuscope.allocator.policies import POLICIES
+
+    cluster = ClusterSpec.parse(args.cluster)
+    policies = _split(args.policy, POLICIES, "policy")
+    orders = _split(args.order, ORDERS, "order")
+    resources = parse_resources(args.resources)
+    oracles = [p for p in policies if p.startswith("oracle")]
+    if args.truth is None and oracles:
+        if args.policy != "all":
+            raise InputError(f"policy {oracles[0]} needs ground truth: give --truth DIR")
+        policies = [p for p in policies if p not in oracles]
+    if args.policy == "all":
+        policies = [p for p in policies if p != "driple" or _has_driple(args, cluster)]
+
+    from gpuscope.allocator.pipeline import check_devices, load_jobs, prepare
+    from gpuscope.allocator.report import write_allocation
+
+    check_devices(cluster)
+    jobs = load_jobs(args.jobs)
+    inp = prepare(jobs, cluster, args.model_dir, args.truth, policies)
+    summary = write_allocation(inp, policies, orders, resources, Path(args.out), seed=args.seed)
+    print(summary)
+    return 0
+
+
+def _has_driple(args: argparse.Namespace, cluster) -> bool:
+    from gpuscope.allocator.predict import checkpoint_path
+
+    return all(checkpoint_path(args.model_dir, d, True).is_file() for d in cluster.devices)
+
+
+def _tjng(args: argparse.Namespace) -> int:
+    from gpuscope.allocator.cluster import ClusterSpec
+    from gpuscope.allocator.pipeline import check_devices, load_jobs
+    from gpuscope.allocator.predict import check_checkpoints, predict_queue
+    from gpuscope.allocator.tjng_export import export_tjng, one_gpu_times
+    from gpuscope.allocator.truth import labels_path, load_truth
+
+    cluster = ClusterSpec.parse(args.cluster)
+    if args.nodes is not None and args.nodes < 1:
+        raise InputError(f"--nodes must be >= 1, got {args.nodes}")
+    check_devices(cluster)
+    check_checkpoints(args.model_dir, cluster.devices)
+    jobs = load_jobs(args.jobs)
+    truth = None
+    if args.truth is not None:
+        have = [d for d in cluster.devices if labels_path(args.truth, d) is not None]
+        truth = load_truth(jobs, have, args.truth, strict=False) if have else None
+    pred = predict_queue(jobs, cluster.devices, args.model_dir)
+    one = one_gpu_times(jobs, cluster, pred, truth, pred_source=f"predicted:{args.model_dir}")
+    tj, inst, dropped = export_tjng(jobs, cluster, one, args.out, n_nodes=args.nodes,
+                                    seed=args.seed)
+    out = Path(args.out)
+    (out / "tjng_meta.json").write_text(json.dumps({
+        "cluster": str(cluster), "jobs": len(jobs), "rows": len(tj),
+        "dropped_fit_nowhere": dropped, "seed": args.seed,
+        "sources": sorted(set(tj["source"])),
+    }, indent=1) + "\n")
+    print(f"t_jng: {len(tj)} rows for {tj['job_id'].nunique()} jobs on {str(cluster)} "
+          f"-> {out / 'tjng.csv'}, instance -> {out / 'instance'}"
+          + (f"; {len(dropped)} job(s) fit no node type" if dropped else ""))
+    return 0

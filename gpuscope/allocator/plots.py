@@ -1,0 +1,92 @@
+"""Figures of an allocation: a Gantt chart per GPU and a JCT / makespan bar chart per policy.
+
+matplotlib with the Agg backend (no display). Every figure's title states where the durations
+come from (measured, emulated or predicted), as every gpuscope figure must.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpuscope.allocator.metrics import Metrics
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",
+          models: Sequence[str] | None = None) -> Path:
+    """One row per GPU instance (``device#gpu``), one bar per job from start to finish, coloured
+    by model when ``models`` (one per schedule row) is given; failed (OOM) runs hatched."""
+    plt = _plt()
+    ran = schedule[schedule["status"] != "rejected"].copy()
+    if models is not None:
+        ran["model"] = np.asarray(models, dtype=object)[schedule["status"].to_numpy() != "rejected"]
+    else:
+        ran["model"] = "job"
+    ran["lane"] = ran["device"].astype(str) + "#" + ran["gpu"].astype(int).astype(str)
+    lanes = list(dict.fromkeys(sorted(ran["lane"], key=lambda s: (s.split("#")[0],
+                                                                    int(s.split("#")[1])))))
+    kinds = list(dict.fromkeys(ran["model"]))
+    cmap = plt.get_cmap("tab10")
+    colour = {k: cmap(i % 10) for i, k in enumerate(kinds)}
+    h = 1.2 + 0.45 * len(lanes)
+    fig, ax = plt.subplots(figsize=(10, max(2.5, h)))
+    scale, unit = (3600.0, "h") if ran["finish_s"].max() > 4 * 3600 else (60.0, "min")
+    for i, lane in enumerate(lanes):
+        sub = ran[ran["lane"] == lane]
+        for _, r in sub.iterrows():
+            ax.barh(i, (r.finish_s - r.start_s) / scale, left=r.start_s / scale, height=0.7,
+                    color=colour[r.model], edgecolor="black", linewidth=0.3,
+                    hatch="//" if r.status == "oom" else None)
+    ax.set_yticks(range(len(lanes)), lanes)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time ({unit})")
+    ax.set_title(title or "schedule", fontsize=10)
+    if models is not None and len(kinds) <= 12:
+        handles = [plt.Rectangle((0, 0), 1, 1, color=colour[k]) for k in kinds]
+        ax.legend(handles, kinds, fontsize=7, loc="lower right", ncol=min(4, len(kinds)))
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def policy_bars(rows: Sequence[tuple[str, Metrics]], path: str | Path, title: str = "") -> Path:
+    """Average JCT and makespan per policy/order, side by side (hours)."""
+    plt = _plt()
+    labels = [label for label, _ in rows]
+    jct = np.array([m.avg_jct_s for _, m in rows]) / 3600.0
+    mk = np.array([m.makespan_s for _, m in rows]) / 3600.0
+    y = np.arange(len(rows))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 1.2 + 0.38 * len(rows)), sharey=True)
+    for ax, vals, name, c in ((axes[0], jct, "average JCT (h)", "tab:blue"),
+                              (axes[1], mk, "makespan (h)", "tab:orange")):
+        ax.barh(y, vals, color=c)
+        for yi, v in zip(y, vals):
+            ax.text(v, yi, f" {v:.2f}", va="center", fontsize=7)
+        ax.set_xlabel(name)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_xlim(0, max(vals.max() * 1.18, 1e-9))
+    axes[0].set_yticks(y, labels, fontsize=8)
+    axes[0].invert_yaxis()
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,48 @@
+"""One batched prediction of a queue on every device type of a cluster (seed 001 Fig. 4).
+
+Seed 001 keeps one predictor ("dataset") per GPU type; gpuscope's checkpoints are
+``<model_dir>/<device>.pt`` (full targets) and ``<device>-driple.pt`` (Driple targets). Each
+checkpoint predicts the whole queue in one call; the predictor caches encoded graphs by
+``graph_key``, so a queue of N jobs on M devices costs M batched forward passes over the
+distinct graphs, never N×M graph exports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from gpuscope.errors import InputError
+from gpuscope.jobs import JobSpec
+
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[2] / "datasets" / "checkpoints"
+
+
+def checkpoint_path(model_dir: str | Path, device: str, driple: bool = False) -> Path:
+    return Path(model_dir) / (f"{device}-driple.pt" if driple else f"{device}.pt")
+
+
+def check_checkpoints(model_dir: str | Path, devices: Sequence[str], driple: bool = False) -> None:
+    """Raise one-line ``InputError`` naming the first missing checkpoint."""
+    for d in devices:
+        p = checkpoint_path(model_dir, d, driple)
+        if not p.is_file():
+            raise InputError(f"missing checkpoint {p} (no predictor for device {d})")
+
+
+def predict_queue(
+    jobs: Sequence[JobSpec], devices: Sequence[str], model_dir: str | Path, driple: bool = False
+) -> pd.DataFrame:
+    """Predictions of ``jobs`` on every device: ``job_id, device, <targets>, oom_prob``."""
+    check_checkpoints(model_dir, devices, driple)
+    from gpuscope.predictor import load_predictor  # torch: import lazily
+
+    frames = []
+    for d in devices:
+        predictor = load_predictor(checkpoint_path(model_dir, d, driple))
+        df = predictor.predict(list(jobs)).copy()
+        df["device"] = d  # the checkpoint's device name may be spelled differently
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)

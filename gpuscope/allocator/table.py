@@ -1,0 +1,107 @@
+"""Queue × device matrices pivoted from one batched prediction (or ground-truth) DataFrame.
+
+The predictor contract (design.md, Predictions) is a long DataFrame with ``job_id``, ``device``,
+the checkpoint's targets and ``oom_prob``. Every placement policy reads the same
+:class:`JobDeviceTable`: one ``(n_jobs, n_devices)`` float matrix per target, rows in queue
+order, columns in cluster order, so a policy is a few vectorised numpy operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from gpuscope.errors import InputError
+
+#: Seed 001 Alg. 1–2 and the contract: a job predicted not to fit is never placed there.
+OOM_THRESHOLD: float = 0.5
+
+
+@dataclass
+class JobDeviceTable:
+    """Values per (job, device) for a fixed queue and device list.
+
+    Attributes:
+        job_ids: queue order.
+        devices: column order (the cluster's device types).
+        values: target name -> ``(n_jobs, n_devices)`` float array (NaN where unknown).
+        fits: ``(n_jobs, n_devices)`` bool: the job is expected to fit the device's memory.
+        source: ``predicted``, ``measured`` or ``emulated`` (what the numbers are).
+    """
+
+    job_ids: np.ndarray
+    devices: tuple[str, ...]
+    values: dict[str, np.ndarray]
+    fits: np.ndarray
+    source: str = "predicted"
+    meta: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.job_ids), len(self.devices))
+
+    def get(self, target: str) -> np.ndarray:
+        if target not in self.values:
+            raise InputError(
+                f"{self.source} table has no {target!r} column "
+                f"(has: {', '.join(sorted(self.values))})"
+            )
+        return self.values[target]
+
+    def has(self, target: str) -> bool:
+        return target in self.values
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        job_ids: Sequence[str],
+        devices: Sequence[str],
+        *,
+        source: str = "predicted",
+        fits_column: str = "oom_prob",
+    ) -> JobDeviceTable:
+        """Pivot a long ``job_id, device, <targets>…`` frame.
+
+        ``fits`` comes from ``oom_prob <= 0.5`` for predictions, or from ``status == "ok"`` for a
+        ground-truth frame (``fits_column="status"``). A missing (job, device) row is an error
+        naming the first few missing pairs: a policy must never guess a number.
+        """
+        for col in ("job_id", "device"):
+            if col not in frame.columns:
+                raise InputError(f"{source} table lacks column {col!r}")
+        job_ids = np.asarray(list(job_ids), dtype=object)
+        devices = tuple(devices)
+        sub = frame[frame["device"].isin(devices) & frame["job_id"].isin(job_ids)]
+        if sub.duplicated(["job_id", "device"]).any():
+            dup = sub[sub.duplicated(["job_id", "device"])].iloc[0]
+            raise InputError(f"{source} table has two rows for job {dup.job_id} on {dup.device}")
+        ji = pd.Index(job_ids).get_indexer(sub["job_id"])
+        di = pd.Index(devices).get_indexer(sub["device"])
+        n, m = len(job_ids), len(devices)
+        present = np.zeros((n, m), dtype=bool)
+        present[ji, di] = True
+        if not present.all():
+            miss = np.argwhere(~present)[:3]
+            pairs = ", ".join(f"{job_ids[a]}@{devices[b]}" for a, b in miss)
+            raise InputError(
+                f"{source} table misses {int((~present).sum())} job×device pair(s), e.g. {pairs}"
+            )
+        skip = {"job_id", "device", "status", "oom_prob", "provenance", "source"}
+        values: dict[str, np.ndarray] = {}
+        for col in sub.columns:
+            if col in skip or not pd.api.types.is_numeric_dtype(sub[col]):
+                continue
+            arr = np.full((n, m), np.nan)
+            arr[ji, di] = sub[col].to_numpy(dtype=float)
+            values[col] = arr
+        fits = np.ones((n, m), dtype=bool)
+        if fits_column == "oom_prob" and "oom_prob" in sub.columns:
+            p = sub["oom_prob"].to_numpy(dtype=float)
+            fits[ji, di] = ~(p > OOM_THRESHOLD)  # NaN (unknown) counts as fitting
+        elif fits_column == "status" and "status" in sub.columns:
+            fits[ji, di] = (sub["status"].astype(str) == "ok").to_numpy()
+        return cls(job_ids, devices, values, fits, source)

@@ -1,0 +1,163 @@
+"""The device catalog: ``DeviceSpec`` and ``datasets/devices.toml`` (design.md, Import order).
+
+A device is one GPU as a cloud VM or a workstation exposes it (a K80 or M60 board holds two
+dies; the catalog lists one die, as Azure NC6/NV6 expose it) together with the host that feeds
+it: the emulator needs the GPU's peak FLOP/s, memory size and bandwidth, and the host's cores
+and single-core speed (seed 001 Table 5 and Table 1's CPU bottleneck); the cost-based schedulers
+(seeds 000, 002) need the price per hour and the power draw. Every figure in the TOML names its
+source. This is a base module: no torch, importable by every stage.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from gpuscope.errors import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+#: Default catalog file; ``GPUSCOPE_DEVICES`` overrides it.
+DEFAULT_CATALOG: Path = Path(__file__).resolve().parents[1] / "datasets" / "devices.toml"
+ARCHS: tuple[str, ...] = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "hopper")
+#: x16 payload bandwidth per direction in GB/s by PCIe generation (PCI-SIG).
+PCIE_GBS: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0}
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One GPU type with its host (units in the field names; see ``datasets/devices.toml``).
+
+    ``tensor_tflops`` is the FP16 tensor-core peak with FP32 accumulate (0: no tensor cores),
+    ``tf32_tflops`` the TF32 tensor-core peak (0: none). ``host_single_core`` is relative to an
+    i7-4790K (seed 001's GTX 1080 host). ``host_cpu_quota`` limits the cores the input pipeline
+    may use (0: all ``host_threads``), which is how the catalog expresses seed 001's RTX 2070
+    machine "simulated as a low-performance system".
+    """
+
+    name: str
+    arch: str
+    fp32_tflops: float
+    tensor_tflops: float
+    tf32_tflops: float
+    mem_gb: float
+    mem_bw_gbs: float
+    sm_count: int
+    pcie_gen: int
+    nvlink_gbs: float
+    power_w: float
+    price_per_h: float
+    host_cpu: str
+    host_cores: int
+    host_threads: int
+    host_single_core: float
+    host_cpu_quota: float
+    sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def mem_mb(self) -> float:
+        """Device memory in MB as NVML reports ``memory.total`` (MiB): GPU memory is marketed
+        in binary gigabytes (an "8 GB" card has 8192 MiB; seed 001 Table 1 sees 11930 MB in
+        use on the 12 GB Titan X)."""
+        return self.mem_gb * 1024.0
+
+    @property
+    def pcie_gbs(self) -> float:
+        return PCIE_GBS.get(self.pcie_gen, PCIE_GBS[3])
+
+    @property
+    def host_pipeline_cores(self) -> float:
+        """Cores the input pipeline can use: the quota, else all hardware threads counted at
+        the physical cores plus 25 % for SMT (a second thread adds about a quarter)."""
+        if self.host_cpu_quota > 0:
+            return self.host_cpu_quota
+        return self.host_cores + 0.25 * max(0, self.host_threads - self.host_cores)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sources"}
+
+
+SPEC_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(DeviceSpec) if f.name not in ("name", "sources")
+)
+
+
+def _parse(name: str, d: dict[str, Any], path: Path) -> DeviceSpec:
+    missing = [k for k in SPEC_FIELDS if k not in d]
+    if missing:
+        raise InputError(f"{path}: device {name!r} lacks field(s) {', '.join(missing)}")
+    kw: dict[str, Any] = {}
+    for f in fields(DeviceSpec):
+        if f.name in ("name", "sources"):
+            continue
+        v = d[f.name]
+        if f.type in ("int", int):
+            kw[f.name] = int(v)
+        elif f.type in ("float", float):
+            kw[f.name] = float(v)
+        else:
+            kw[f.name] = str(v)
+    if kw["arch"] not in ARCHS:
+        raise InputError(f"{path}: device {name!r} has unknown arch {kw['arch']!r}")
+    for k in ("fp32_tflops", "mem_gb", "mem_bw_gbs", "host_cores", "host_single_core"):
+        if kw[k] <= 0:
+            raise InputError(f"{path}: device {name!r}: {k} must be > 0")
+    sources = {str(k): str(v) for k, v in dict(d.get("sources", {})).items()}
+    return DeviceSpec(name=name, sources=sources, **kw)
+
+
+@lru_cache(maxsize=8)
+def _load(path: str) -> tuple[dict[str, DeviceSpec], dict[str, str]]:
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise InputError(f"cannot read device catalog {p}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"device catalog {p} is not valid TOML: {e}") from None
+    devs = data.get("devices")
+    if not isinstance(devs, dict) or not devs:
+        raise InputError(f"device catalog {p} has no [devices.<name>] tables")
+    refs = {str(k): str(v) for k, v in dict(data.get("references", {})).items()}
+    return {n: _parse(n, d, p) for n, d in devs.items()}, refs
+
+
+def _catalog_path(path: str | Path | None) -> Path:
+    if path is not None:
+        return Path(path)
+    env = os.environ.get("GPUSCOPE_DEVICES")
+    return Path(env) if env else DEFAULT_CATALOG
+
+
+def load_catalog(path: str | Path | None = None) -> dict[str, DeviceSpec]:
+    """All devices of the catalog (default ``datasets/devices.toml``), by name."""
+    return dict(_load(str(_catalog_path(path).resolve()))[0])
+
+
+def load_references(path: str | Path | None = None) -> dict[str, str]:
+    """The catalog's ``[references]`` table: source key -> citation."""
+    return dict(_load(str(_catalog_path(path).resolve()))[1])
+
+
+def get_device(name: str, path: str | Path | None = None) -> DeviceSpec:
+    """The catalog device ``name``; an unknown name raises ``InputError`` listing known ones."""
+    cat = load_catalog(path)
+    key = name.strip().lower()
+    if key not in cat:
+        raise InputError(f"unknown device {name!r}; known devices: {', '.join(sorted(cat))}")
+    return cat[key]
+
+
+def parse_device_list(text: str, path: str | Path | None = None) -> list[DeviceSpec]:
+    """Devices named in a comma-separated list (``gtx1080,rtx2070,titanx``)."""
+    names = [n for n in (s.strip() for s in text.split(",")) if n]
+    if not names:
+        raise InputError("no device named; give a comma-separated list such as gtx1080,titanx")
+    return [get_device(n, path) for n in names]

@@ -1,0 +1,144 @@
+"""The emulator's parameters: efficiency factors, host costs, overheads (docs/emulator.md).
+
+Physical figures come from the device catalog (``gpuscope.devices``); what is here is the part
+no datasheet gives: how much of the peak a training step achieves. Few numbers, on purpose,
+so that fitting them to measurements (``gpuscope.emulator.calibrate``) cannot overfit: one
+compute efficiency per op class, one bandwidth efficiency, one factor per architecture
+generation, and the data-parallel overlap. Defaults were set once from public knowledge
+(cuDNN convolutions reach 50-70 % of FP32 peak, streaming kernels 70-80 % of bandwidth); the
+calibrated values live in ``calibration.json`` beside this module.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from gpuscope.errors import InputError
+
+CALIBRATION_FILE: Path = Path(__file__).with_name("calibration.json")
+
+
+def _default_class_eff() -> dict[str, float]:
+    # Fraction of FP32 (or tensor-core) peak a kernel of each class reaches when it fills the
+    # GPU; memory-bound classes rarely reach this and are limited by bandwidth instead.
+    return {"conv": 0.6, "matmul": 0.7, "norm": 0.3, "pool": 0.3, "activation": 0.3,
+            "elementwise": 0.3, "reduction": 0.3, "loss": 0.3, "optimizer": 0.3,
+            "data_movement": 0.3, "random": 0.3, "other": 0.3}
+
+
+def _default_arch_eff() -> dict[str, float]:
+    return {"kepler": 1.0, "maxwell": 1.0, "pascal": 1.0, "volta": 1.0, "turing": 1.0,
+            "ampere": 1.0, "hopper": 1.0}
+
+
+def _default_cpu_ms() -> dict[str, float]:
+    # Input pipeline CPU cost per sample, in ms of one i7-4790K core (docs/emulator.md):
+    # ImageNet: JPEG decode (~110 KB, ~400x350) + random-resized crop + flip + normalise with
+    # PIL/libjpeg-turbo runs at ~150-200 images/s per core -> 6 ms; CIFAR-10/MNIST: random
+    # crop/flip + to-tensor of a decoded 32x32 (28x28) array, ~0.1 ms.
+    return {"imagenet": 6.0, "cifar10": 0.12, "mnist": 0.05}
+
+
+@dataclass(frozen=True)
+class EmulatorParams:
+    """All tunable constants of the performance model (see the module docstring).
+
+    Attributes:
+        class_eff: achievable fraction of compute peak per op class.
+        arch_eff: per-architecture multiplier on compute and bandwidth efficiency (fitted).
+        bw_eff: achievable fraction of memory bandwidth.
+        tensor_eff: fraction of the TF32 tensor-core peak convolutions reach (Ampere+).
+        winograd_speedup: effective speed-up of 3x3 convolutions (cuDNN Winograd: 2.25x fewer
+            multiplies in theory, less in practice).
+        fill_threads_per_sm: output elements per SM at which a kernel half-fills the GPU
+            (small kernels cannot occupy a big GPU: rate x numel / (numel + sms x this)).
+        launch_us: GPU-side gap per kernel (launch latency), microseconds.
+        dispatch_us: host-side framework cost per kernel on a reference core, microseconds
+            (PyTorch eager dispatch); the main thread must issue every kernel.
+        step_sync_ms: serial host latency per step on a reference core, ms: the training
+            loop synchronises every step (``loss.item()``, the loader's batch hand-off), so
+            the GPU waits this long before the next step's first kernel (fitted).
+        cpu_ms_per_sample: input pipeline cost per sample by dataset (reference core ms).
+        h2d_eff: achievable fraction of PCIe bandwidth for the batch copy.
+        startup_s: process start, framework import and CUDA context creation.
+        autotune_s_per_conv: cuDNN autotuning per forward convolution at start-up.
+        eval_fraction: evaluation steps per epoch as a fraction of training steps.
+        ckpt_gbs: checkpoint write speed, GB/s.
+        context_mb: CUDA context + framework reservation on the device, MB.
+        workspace_mb: cuDNN/cuBLAS workspace, MB.
+        alloc_overhead: caching-allocator fragmentation on activations and gradients.
+        overlap: fraction of the gradient all-reduce hidden behind backward (fitted).
+        link_eff: achievable fraction of PCIe/NVLink bandwidth in all-reduce (fitted).
+        allreduce_latency_us: per ring step latency, microseconds.
+        stall_rate_per_min: input-pipeline stalls (page cache misses, GC) per minute.
+        stall_s: mean stall length, seconds.
+    """
+
+    class_eff: dict[str, float] = field(default_factory=_default_class_eff)
+    arch_eff: dict[str, float] = field(default_factory=_default_arch_eff)
+    bw_eff: float = 0.75
+    tensor_eff: float = 0.35
+    winograd_speedup: float = 1.8
+    fill_threads_per_sm: float = 2048.0
+    launch_us: float = 3.0
+    dispatch_us: float = 12.0
+    step_sync_ms: float = 5.0
+    cpu_ms_per_sample: dict[str, float] = field(default_factory=_default_cpu_ms)
+    h2d_eff: float = 0.7
+    startup_s: float = 6.0
+    autotune_s_per_conv: float = 0.03
+    eval_fraction: float = 0.1
+    ckpt_gbs: float = 0.5
+    context_mb: float = 400.0
+    workspace_mb: float = 256.0
+    alloc_overhead: float = 0.1
+    overlap: float = 0.5
+    link_eff: float = 0.7
+    allreduce_latency_us: float = 30.0
+    stall_rate_per_min: float = 1.0
+    stall_s: float = 1.0
+
+    def with_(self, **changes: Any) -> EmulatorParams:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EmulatorParams:
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names - {"_comment", "fitted_on", "provenance"})
+        if unknown:
+            raise InputError(f"unknown emulator parameter(s): {', '.join(unknown)}")
+        base = cls()
+        kw: dict[str, Any] = {}
+        for k, v in d.items():
+            if k not in names:
+                continue
+            cur = getattr(base, k)
+            kw[k] = {**cur, **{str(a): float(b) for a, b in v.items()}} if isinstance(cur, dict) else float(v)
+        return cls(**kw)
+
+    def save(self, path: str | Path, **extra: Any) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps({**extra, **self.to_dict()}, indent=1, sort_keys=True) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> EmulatorParams:
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except OSError as e:
+            raise InputError(f"cannot read emulator parameters {path}: {e.strerror}") from None
+        except json.JSONDecodeError as e:
+            raise InputError(f"emulator parameters {path} are not valid JSON: {e.msg}") from None
+
+
+def default_params() -> EmulatorParams:
+    """The calibrated parameters when ``calibration.json`` exists, else the defaults."""
+    if CALIBRATION_FILE.exists():
+        return EmulatorParams.load(CALIBRATION_FILE)
+    return EmulatorParams()

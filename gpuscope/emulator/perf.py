@@ -1,0 +1,222 @@
+"""Per-iteration time, utilisations and execution time of a job on a device (issue 4).
+
+GPU time of one training step (a roofline per op, summed over the OpGraph)::
+
+    t_gpu = sum_i max(flops_i / (peak_i * eff_class(i) * eff_arch * fill_i),
+                      bytes_i / (bw * eff_bw * eff_arch * fill_i)) + launch
+          + batch bytes / (PCIe * eff_h2d)
+
+``peak_i`` is the FP32 peak, or the TF32 tensor-core peak for convolutions on Ampere and later
+(PyTorch's cuDNN default); ``fill_i = n / (n + SMs * fill_threads_per_sm)`` for an op with n
+output elements: a small kernel cannot occupy a big GPU. The host runs in parallel:
+
+* the main thread dispatches every op (``dispatch_us`` per op on a reference core) and
+  synchronises once per step (``step_sync_ms``: ``loss.item()``, the loader's hand-off),
+  a serial gap before the next step's first kernel;
+* the input pipeline prepares the next batch: ``cpu_ms_per_sample * batch / (cores * speed)``.
+
+One iteration lasts ``max(max(t_gpu, t_dispatch) + t_sync, t_pipeline)``; when the host is the slower side,
+the GPU idles, which is how seed 001 Table 1's CPU bottleneck on the RTX 2070 machine shows up
+(low GPU utilisation at similar memory). NVML's utilization.gpu is the busy fraction
+``t_gpu / t_iter``, utilization.memory the fraction of time the memory is being read or
+written. Execution time = start-up (CUDA context, cuDNN autotuning, weights upload) + epochs x
+(steps x t_iter + evaluation + checkpoint) + expected input-pipeline stalls.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuscope.devices import DeviceSpec
+from gpuscope.emulator.memory import MemoryFootprint, activation_bytes, footprint, param_bytes
+from gpuscope.emulator.params import EmulatorParams, default_params
+from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
+from gpuscope.jobs import JobSpec
+
+_CLASS_INDEX = {c: i for i, c in enumerate(OP_CLASSES)}
+_NO_KERNEL_CLASSES = frozenset({"constant", "control"})
+_VIEW_OPS = frozenset({
+    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "squeeze",
+    "unsqueeze", "slice", "select", "alias", "as_strided", "detach", "split", "chunk", "narrow",
+    "unbind", "flatten", "view_as", "expand_as", "split_with_sizes", "Reshape", "Identity",
+    "Squeeze", "ExpandDims", "Transpose",
+})
+
+
+def _winograd_convs(graph: OpGraph) -> set[int]:
+    """Indices of convolutions (forward or backward) whose weight is 3x3: cuDNN runs them with
+    Winograd, which needs ~2.25x fewer multiplies than the direct FLOPs the graph counts."""
+    convs = {i for i, n in enumerate(graph.nodes) if n.op_class == "conv"}
+    out: set[int] = set()
+    for s, d in graph.edges:
+        if d in convs:
+            n = graph.nodes[s]
+            if n.op == "Parameter" and len(n.shape) == 4 and n.shape[2] == 3 and n.shape[3] == 3:
+                out.add(d)
+    return out
+
+
+def _op_base(op: str) -> str:
+    parts = op.split(".")
+    return parts[1] if len(parts) >= 2 and parts[0] == "aten" else parts[0]
+
+
+@dataclass(frozen=True)
+class GraphCost:
+    """Device-independent arrays of one OpGraph's kernels (built once, reused per device)."""
+
+    flops: np.ndarray
+    bytes: np.ndarray
+    numel: np.ndarray
+    cls: np.ndarray
+    is_conv_fp32: np.ndarray
+    is_half: np.ndarray
+    forward: np.ndarray
+    winograd: np.ndarray
+    n_dispatch: int
+    n_dispatch_forward: int
+    n_conv_forward: int
+    param_bytes: float
+    activation_bytes: float
+    batch_size: int
+
+    @classmethod
+    def from_graph(cls, graph: OpGraph, batch_size: int | None = None) -> GraphCost:
+        wino = _winograd_convs(graph)
+        kern_idx = [
+            i for i, n in enumerate(graph.nodes)
+            if n.op_class not in _NO_KERNEL_CLASSES and _op_base(n.op) not in _VIEW_OPS
+        ]
+        kern = [graph.nodes[i] for i in kern_idx]
+        dispatch = [n for n in graph.nodes if n.op_class not in _NO_KERNEL_CLASSES]
+        flops = np.array([n.flops or 0.0 for n in kern], dtype=np.float64)
+        # Unknown traffic: read the output's size once and write it once.
+        byts = np.array(
+            [n.bytes_accessed if n.bytes_accessed is not None else 2.0 * n.out_bytes for n in kern],
+            dtype=np.float64,
+        )
+        bs = batch_size or int(graph.meta.get("batch_size") or 1)
+        return cls(
+            flops=flops, bytes=byts,
+            numel=np.array([max(1, n.numel) for n in kern], dtype=np.float64),
+            cls=np.array([_CLASS_INDEX.get(n.op_class, _CLASS_INDEX["other"]) for n in kern]),
+            is_conv_fp32=np.array([n.op_class == "conv" and n.dtype_bytes >= 4 for n in kern], dtype=bool),
+            is_half=np.array([n.dtype_bytes <= 2 and n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
+            forward=np.array([n.phase == "forward" for n in kern], dtype=bool),
+            winograd=np.array([i in wino for i in kern_idx], dtype=bool),
+            n_dispatch=len(dispatch),
+            n_dispatch_forward=sum(1 for n in dispatch if n.phase == "forward"),
+            n_conv_forward=sum(1 for n in kern if n.op_class == "conv" and n.phase == "forward"),
+            param_bytes=param_bytes(graph), activation_bytes=activation_bytes(graph),
+            batch_size=bs,
+        )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The emulator's prediction for one job on one device (times in seconds, utilisations as
+    fractions 0-1, memory in MB)."""
+
+    device: str
+    status: str
+    t_gpu_s: float
+    t_gpu_fwd_s: float
+    t_mem_s: float
+    t_dispatch_s: float
+    t_pipeline_s: float
+    iter_s: float
+    gpu_util: float
+    gpu_mem_util: float
+    cpu_util: float
+    mem_mb: float
+    memory: MemoryFootprint
+    startup_s: float
+    eval_s: float
+    ckpt_s: float
+    stall_s: float
+    exec_time_s: float
+    bottleneck: str
+    batch_size: int
+
+    @property
+    def samples_per_s(self) -> float:
+        """Training throughput (0 for a run that does not fit)."""
+        return 0.0 if self.status != "ok" else self.batch_size / self.iter_s
+
+
+def gpu_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams) -> tuple[float, float, float]:
+    """(GPU busy time, its forward-phase part, memory-busy time) of one step, seconds."""
+    arch = params.arch_eff.get(device.arch, 1.0)
+    ceff = np.array([params.class_eff.get(c, params.class_eff.get("other", 0.3)) for c in OP_CLASSES])
+    rate = device.fp32_tflops * 1e12 * ceff[cost.cls]
+    if device.tf32_tflops > 0:
+        rate = np.where(cost.is_conv_fp32,
+                        np.maximum(rate, device.tf32_tflops * 1e12 * params.tensor_eff), rate)
+    if device.tensor_tflops > 0:
+        rate = np.where(cost.is_half, device.tensor_tflops * 1e12 * params.tensor_eff, rate)
+    rate = np.where(cost.winograd, rate * params.winograd_speedup, rate)
+    fill = cost.numel / (cost.numel + device.sm_count * params.fill_threads_per_sm)
+    t_flop = cost.flops / (rate * arch * fill)
+    t_mem = cost.bytes / (device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill)
+    t_op = np.maximum(t_flop, t_mem) + params.launch_us * 1e-6
+    return float(t_op.sum()), float(t_op[cost.forward].sum()), float(t_mem.sum())
+
+
+def input_bytes_per_sample(job: JobSpec) -> float:
+    c, h, w = job.dataset_spec.sample_shape
+    return 4.0 * c * h * w
+
+
+def estimate(
+    job: JobSpec, graph: OpGraph | GraphCost, device: DeviceSpec,
+    params: EmulatorParams | None = None,
+) -> Estimate:
+    """Emulate ``job`` on ``device`` from its training-step graph (see the module docstring)."""
+    p = params or default_params()
+    cost = graph if isinstance(graph, GraphCost) else GraphCost.from_graph(graph, job.batch_size)
+    mem = footprint(_meta_graph(cost), job.optimizer, device, p, act_bytes=cost.activation_bytes)
+    speed = device.host_single_core
+    t_gpu, t_fwd, t_mem = gpu_times(cost, device, p)
+    t_h2d = job.batch_size * input_bytes_per_sample(job) / (device.pcie_gbs * 1e9 * p.h2d_eff)
+    t_gpu += t_h2d
+    t_dispatch = cost.n_dispatch * p.dispatch_us * 1e-6 / speed
+    cores = device.host_pipeline_cores
+    cpu_per_iter = job.batch_size * p.cpu_ms_per_sample.get(job.dataset, 1.0) * 1e-3 / speed
+    t_pipe = cpu_per_iter / cores
+    t_sync = p.step_sync_ms * 1e-3 / speed
+    iter_s = max(max(t_gpu, t_dispatch) + t_sync, t_pipe)
+    bottleneck = ("gpu", "dispatch", "input")[int(np.argmax([t_gpu, t_dispatch, t_pipe]))]
+    # CPU: pipeline workers + the dispatching main thread, over all hardware threads.
+    busy_cores = (cpu_per_iter + t_dispatch + t_sync) / iter_s
+    cpu_util = min(1.0, busy_cores / device.host_threads)
+
+    n_conv = cost.n_conv_forward
+    startup = (p.startup_s + p.autotune_s_per_conv * n_conv
+               + cost.param_bytes / (device.pcie_gbs * 1e9 * p.h2d_eff))
+    steps = job.steps
+    eval_steps = max(1, math.ceil(p.eval_fraction * steps))
+    eval_iter = max(t_fwd + t_h2d, cost.n_dispatch_forward * p.dispatch_us * 1e-6 / speed, t_pipe)
+    eval_s = eval_steps * eval_iter
+    ckpt_s = 0.2 + cost.param_bytes * (1 + (2 if job.optimizer == "adam" else 1)) / (p.ckpt_gbs * 1e9)
+    train_s = job.epochs * (steps * iter_s + eval_s + ckpt_s)
+    stall = p.stall_rate_per_min * train_s / 60.0 * p.stall_s
+    if mem.fits:
+        status, exec_s = "ok", startup + train_s + stall
+    else:  # the first step's allocation fails after start-up
+        status, exec_s = "oom", startup
+    return Estimate(
+        device=device.name, status=status, t_gpu_s=t_gpu, t_gpu_fwd_s=t_fwd, t_mem_s=t_mem,
+        t_dispatch_s=t_dispatch, t_pipeline_s=t_pipe, iter_s=iter_s,
+        gpu_util=min(1.0, t_gpu / iter_s), gpu_mem_util=min(1.0, t_mem / iter_s),
+        cpu_util=cpu_util, mem_mb=mem.total_mb, memory=mem, startup_s=startup, eval_s=eval_s,
+        ckpt_s=ckpt_s, stall_s=stall if status == "ok" else 0.0, exec_time_s=exec_s,
+        bottleneck=bottleneck, batch_size=job.batch_size,
+    )
+
+
+def _meta_graph(cost: GraphCost) -> OpGraph:
+    # footprint() reads param_bytes from the graph's meta; a tiny carrier avoids a rescan.
+    return OpGraph(name="cost", meta={"param_bytes": cost.param_bytes})

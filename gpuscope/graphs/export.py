@@ -1,0 +1,87 @@
+"""High-level export: a JobSpec's training-step graph, and the catalog summary table.
+
+``export_graph(job)`` dispatches: a job with a ``graph`` file → the file frontends
+(``read_graph``: .json/.json.gz, .pb, .pbtxt); a catalog PyTorch job → the aten trace of
+``gpuscope.workloads``' ``train_step`` on the ``meta`` device (``torch_frontend``); a catalog
+job with ``framework="tensorflow"`` → the Keras version of the model (``keras_models``; plain
+classifiers only, else ``InputError``) traced by ``keras_train_step_graph``.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from gpuscope.graphs.io import read_graph
+from gpuscope.graphs.opgraph import OpGraph
+from gpuscope.jobs import JobSpec
+
+
+def job_meta(job: JobSpec) -> dict[str, Any]:
+    return {"model": job.model, "dataset": job.dataset, "optimizer": job.optimizer,
+            "batch_size": job.batch_size, "graph_key": job.graph_key}
+
+
+def export_torch(job: JobSpec, device: str = "meta") -> OpGraph:
+    """Trace the catalog workload of ``job`` (forward, backward, optimizer step) on ``device``."""
+    from gpuscope.graphs.torch_frontend import trace_train_step
+    from gpuscope.workloads import build_workload
+
+    wl = build_workload(job, device=device)
+    batch = wl.sample_batch(job.batch_size, device=device)
+    return trace_train_step(wl.train_step, batch, wl.modules, wl.optimizers,
+                            name=job.graph_key, meta={**job_meta(job), "trace_device": device})
+
+
+def export_keras(job: JobSpec) -> OpGraph:
+    """Training step of the Keras version of a catalog classifier (``keras_models``)."""
+    from gpuscope.graphs.keras_models import keras_model
+    from gpuscope.graphs.tf_frontend import keras_train_step_graph
+
+    ds = job.dataset_spec
+    model = keras_model(job.model, job.dataset)
+    return keras_train_step_graph(model, (ds.height, ds.width, ds.channels), ds.num_classes,
+                                  job.batch_size, optimizer=job.optimizer, name=job.graph_key,
+                                  meta={**job_meta(job), "framework": "tensorflow"})
+
+
+def export_graph(job: JobSpec) -> OpGraph:
+    """The computational graph of one training step of ``job`` (see the module docstring)."""
+    if job.graph is not None:
+        g = read_graph(job.graph)
+        g.meta = {**g.meta, **job_meta(job)}
+        return g
+    if job.framework == "tensorflow":
+        return export_keras(job)
+    try:
+        return export_torch(job, device="meta")
+    except (NotImplementedError, RuntimeError) as e:
+        # an op without a meta kernel: trace with real arithmetic on the CPU (slower, same ops)
+        warnings.warn(f"{job.graph_key}: meta-device trace failed ({e}); tracing on cpu",
+                      RuntimeWarning, stacklevel=2)
+        return export_torch(job, device="cpu")
+
+
+def catalog_summary(jobs: Iterable[JobSpec], progress: bool = True) -> pd.DataFrame:
+    """One row per distinct graph: model, dataset, optimizer, batch_size, nodes, edges,
+    param_count, gflops_per_step (known FLOPs of forward+backward+optimizer), export_s."""
+    from tqdm import tqdm
+
+    jobs = list({j.graph_key: j for j in jobs}.values())
+    rows = []
+    for job in tqdm(jobs, desc="export graphs", disable=not progress, unit="graph"):
+        t0 = time.perf_counter()
+        g = export_graph(job)
+        dt = time.perf_counter() - t0
+        rows.append({
+            "model": job.model, "dataset": job.dataset, "optimizer": job.optimizer,
+            "batch_size": job.batch_size, "nodes": g.num_nodes, "edges": g.num_edges,
+            "param_count": int(g.meta.get("param_count", 0)),
+            "gflops_per_step": g.total_flops() / 1e9, "export_s": dt,
+        })
+    return pd.DataFrame(rows, columns=["model", "dataset", "optimizer", "batch_size", "nodes",
+                                       "edges", "param_count", "gflops_per_step", "export_s"])

@@ -1,0 +1,125 @@
+"""``gpuscope train | evaluate | predict``: the predictor from the command line.
+
+    gpuscope train --dataset datasets/emulated/titanx -o models/titanx.pt \\
+        [--targets full|driple] [--split random|family] [--seed 0] [--epochs 150] \\
+        [--init-from models/gtx1080.pt --finetune all|head] [--fraction 1.0] [--half]
+    gpuscope evaluate --dataset datasets/emulated/titanx --model models/titanx.pt [--baseline gbt]
+    gpuscope predict --model models/titanx.pt --jobs queue.csv -o pred.csv \\
+        [--graphs datasets/emulated/titanx]
+
+Heavy libraries are imported inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gpuscope.errors import InputError
+
+
+def register(subparsers: Any) -> None:
+    t = subparsers.add_parser("train", help="train a resource/exec-time predictor on a dataset")
+    t.add_argument("--dataset", required=True, help="dataset folder (datasets/<prov>/<device>)")
+    t.add_argument("-o", "--output", required=True, help="checkpoint file to write (.pt)")
+    t.add_argument("--targets", default="full", help="full (13 targets, default) or driple (6)")
+    t.add_argument("--split", default="random", help="random (60/20/20, default) or family")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--epochs", type=int, default=150, help="maximum epochs (default 150)")
+    t.add_argument("--patience", type=int, default=20, help="early-stopping patience (epochs)")
+    t.add_argument("--batch-size", type=int, default=32)
+    t.add_argument("--lr", type=float, default=3e-3)
+    t.add_argument("--hidden", type=int, default=64)
+    t.add_argument("--steps", type=int, default=None,
+                   help="fixed number of shared-GCN steps L (default: N/2 per graph)")
+    t.add_argument("--fraction", type=float, default=1.0,
+                   help="fraction of the training split to use (data-efficiency runs)")
+    t.add_argument("--init-from", help="transfer learning: start from this checkpoint")
+    t.add_argument("--finetune", default="all", help="all (default) or head (with --init-from)")
+    t.add_argument("--half", action="store_true", help="store weights as float16")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=_train)
+
+    e = subparsers.add_parser("evaluate", help="score a checkpoint per split (and a GBT baseline)")
+    e.add_argument("--dataset", required=True)
+    e.add_argument("--model", required=True, help="checkpoint (.pt)")
+    e.add_argument("--baseline", choices=("gbt",), help="also fit and score the GBT baseline")
+    e.add_argument("-o", "--output", help="also write the table as CSV")
+    e.set_defaults(func=_evaluate)
+
+    p = subparsers.add_parser("predict", help="predict a job queue's resource use (batched)")
+    p.add_argument("--model", required=True, help="checkpoint (.pt)")
+    p.add_argument("--jobs", required=True, help="job queue (.csv or .json)")
+    p.add_argument("-o", "--output", required=True, help="predictions CSV")
+    p.add_argument("--graphs", help="dataset folder or graphs.parquet holding encoded graphs")
+    p.add_argument("--device", help="device name (multi-device checkpoints only)")
+    p.set_defaults(func=_predict)
+
+
+def _positive(name: str, v: float) -> None:
+    if not v > 0:
+        raise InputError(f"--{name} must be > 0, got {v}")
+
+
+def _train(a: argparse.Namespace) -> int:
+    from gpuscope.predictor.checkpoint import load_checkpoint, save_checkpoint
+    from gpuscope.predictor.data import load_dataset
+    from gpuscope.predictor.train import TrainConfig, fit_predictor
+
+    for name in ("epochs", "batch_size", "lr", "hidden", "fraction"):
+        _positive(name.replace("_", "-"), getattr(a, name))
+    if a.fraction > 1:
+        raise InputError(f"--fraction must be in (0, 1], got {a.fraction}")
+    cfg = TrainConfig(targets=a.targets, split=a.split, seed=a.seed, epochs=a.epochs,
+                      patience=a.patience, batch_size=a.batch_size, lr=a.lr, hidden=a.hidden,
+                      steps=a.steps, fraction=a.fraction, finetune=a.finetune,
+                      progress=not a.quiet)
+    targets = cfg.target_names()
+    src = load_checkpoint(a.init_from, targets) if a.init_from else None
+    data = load_dataset(a.dataset)
+    res = fit_predictor(data, cfg, init_from=src)
+    save_checkpoint(res.bundle, a.output, half=a.half)
+    print(f"trained {data.device} ({data.provenance}, {cfg.targets} targets, {cfg.split} split): "
+          f"{len(res.history)} epochs, best val MSE {res.best_val:.5f}, {res.seconds:.1f} s "
+          f"-> {a.output}")
+    return 0
+
+
+def _evaluate(a: argparse.Namespace) -> int:
+    from gpuscope.predictor.checkpoint import load_checkpoint
+    from gpuscope.predictor.data import load_dataset
+    from gpuscope.predictor.evaluate import evaluate
+    from gpuscope.predictor.metrics import format_table
+
+    bundle = load_checkpoint(a.model)
+    if bundle.config.device_dim:
+        raise InputError(f"{a.model} is a multi-device model; evaluate it with "
+                         "benchmarks/predictor_multidevice.py")
+    data = load_dataset(a.dataset)
+    table = evaluate(bundle, data, a.baseline, name=f"gnn-{bundle.target_set}")
+    print(f"{data.device} ({data.provenance}); model {Path(a.model).name} trained on "
+          f"{bundle.device}, split {bundle.split.get('kind', '?')} seed "
+          f"{bundle.split.get('seed', '?')}; nMSE = MSE of min-max normalised labels")
+    print(format_table(table))
+    if a.output:
+        table.to_csv(a.output, index=False)
+    return 0
+
+
+def _predict(a: argparse.Namespace) -> int:
+    from gpuscope.jobs import read_queue
+    from gpuscope.predictor.predict import load_predictor
+
+    jobs = read_queue(a.jobs)
+    pred = load_predictor(a.model, graphs=a.graphs, device=a.device)
+    t0 = time.perf_counter()
+    df = pred.predict(jobs)
+    dt = time.perf_counter() - t0
+    out = Path(a.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out, index=False)
+    sys.stderr.write(f"predicted {len(df)} jobs on {pred.device} in {dt:.2f} s -> {out}\n")
+    return 0

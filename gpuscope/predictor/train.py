@@ -1,0 +1,211 @@
+"""Training (seed 001 §3.1, §4.3–4.4): masked MSE on min-max labels, Adam, early stopping,
+transfer learning from another device's checkpoint.
+
+``fit_predictor(data, TrainConfig(...))`` splits the dataset (``gpuscope.predictor.splits``),
+fits the label normalisation and the input standardisers on the training rows, trains with
+Adam on the masked MSE plus ``oom_weight`` × the OOM head's BCE, evaluates the validation
+MSE after every epoch and keeps the weights of the best epoch; it stops after ``patience``
+epochs without improvement. Deterministic under ``seed`` (seeded init and shuffling,
+``torch.use_deterministic_algorithms`` while training).
+
+Transfer learning (seed 001 §4.4): ``init_from`` is a source device's trained bundle; its
+weights and input standardisers are copied (the network then sees inputs on the scale it was
+trained on), the labels are re-normalised on the target device's training split, and either
+all weights are fine-tuned (``finetune="all"``) or only the MLP head (``"head"``).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from gpuscope.errors import CheckpointError, InputError
+from gpuscope.predictor.batching import NetInputs, build_inputs, forward_rows, iter_batches
+from gpuscope.predictor.checkpoint import PredictorBundle
+from gpuscope.predictor.data import PredictorData
+from gpuscope.predictor.losses import masked_bce, masked_mse
+from gpuscope.predictor.model import DriplePredictorNet, ModelConfig
+from gpuscope.predictor.scaling import MinMaxLabels, Standardizer
+from gpuscope.predictor.splits import make_splits, subsample
+from gpuscope.resources import TARGET_SETS
+
+FINETUNE_MODES: tuple[str, ...] = ("all", "head")
+
+
+@dataclass
+class TrainConfig:
+    """Training hyperparameters (stored as given; see the module docstring)."""
+
+    targets: str = "full"
+    split: str = "random"
+    seed: int = 0
+    epochs: int = 150
+    patience: int = 20
+    batch_size: int = 32
+    lr: float = 3e-3
+    weight_decay: float = 0.0
+    oom_weight: float = 0.2
+    hidden: int = 64
+    step_ratio: float = 0.5
+    steps: int | None = None
+    max_steps: int = 64
+    log_targets: tuple[str, ...] = ("exec_time_s",)
+    fraction: float = 1.0
+    finetune: str = "all"
+    progress: bool = True
+
+    def target_names(self) -> tuple[str, ...]:
+        if self.targets not in TARGET_SETS:
+            raise InputError(f"unknown target set {self.targets!r}; expected "
+                             f"{' or '.join(TARGET_SETS)}")
+        return tuple(TARGET_SETS[self.targets])
+
+
+@dataclass
+class FitResult:
+    """A trained bundle, the split it was trained on, and its learning curve."""
+
+    bundle: PredictorBundle
+    splits: dict[str, np.ndarray]
+    inputs: NetInputs
+    history: list[dict[str, float]] = field(default_factory=list)
+    best_val: float = float("nan")
+    seconds: float = 0.0
+
+
+def _epoch_loss(net: DriplePredictorNet, inp: NetInputs, rows: np.ndarray, y: torch.Tensor,
+                batch_size: int) -> float:
+    """Masked MSE over ``rows`` in eval mode (entries weighted equally, as Eq. 1)."""
+    if rows.size == 0:
+        return float("nan")
+    net.eval()
+    se, n = 0.0, 0
+    with torch.no_grad():
+        for r, batch, local in iter_batches(inp, rows, max(batch_size, 256), shuffle=False):
+            pred, _ = forward_rows(net, inp, r, batch, local)
+            t = y[torch.as_tensor(r)]
+            mask = ~torch.isnan(t)
+            se += float(((pred - torch.nan_to_num(t)) ** 2)[mask].sum())
+            n += int(mask.sum())
+    return se / max(n, 1)
+
+
+def _check_transfer(src: PredictorBundle, cfg: ModelConfig, targets: tuple[str, ...]) -> None:
+    s = src.config
+    if tuple(src.targets) != targets:
+        raise CheckpointError(f"--init-from checkpoint predicts {len(src.targets)} targets "
+                              f"({src.target_set}), this run {len(targets)}")
+    for name in ("in_dim", "context_dim", "device_dim", "hidden"):
+        if getattr(s, name) != getattr(cfg, name):
+            raise CheckpointError(f"--init-from checkpoint has {name}={getattr(s, name)}, "
+                                  f"this dataset needs {getattr(cfg, name)}")
+
+
+def fit_predictor(data: PredictorData, config: TrainConfig | None = None,
+                  init_from: PredictorBundle | None = None,
+                  device_vectors: torch.Tensor | None = None,
+                  splits: dict[str, np.ndarray] | None = None) -> FitResult:
+    """Train a predictor on ``data`` (see the module docstring). ``device_vectors`` [n × D]
+    makes it a multi-device model; ``splits`` overrides the configured split."""
+    cfg = config or TrainConfig()
+    targets = cfg.target_names()
+    if cfg.finetune not in FINETUNE_MODES:
+        raise InputError(f"unknown --finetune {cfg.finetune!r}; expected all or head")
+    if cfg.finetune == "head" and init_from is None:
+        raise InputError("--finetune head needs --init-from (a trained source model)")
+    t0 = time.perf_counter()
+    parts = splits if splits is not None else make_splits(data.labels, cfg.split, cfg.seed)
+    parts = dict(parts)
+    parts["train"] = subsample(parts["train"], cfg.fraction, cfg.seed)
+    train_rows = parts["train"]
+    if train_rows.size == 0:
+        raise InputError("the training split is empty")
+    y_raw = data.targets(targets)
+    labels = MinMaxLabels(targets, tuple(t in cfg.log_targets for t in targets))
+    labels.fit(y_raw[train_rows])
+    y = torch.tensor(labels.transform(y_raw), dtype=torch.float32)
+    oom, usable = (torch.as_tensor(a) for a in data.oom_labels())
+    oom = oom.float()
+    keys = data.labels["graph_key"].astype(str).tolist()
+    train_keys = sorted({keys[i] for i in train_rows})
+    if init_from is not None:
+        features, contexts, devices = init_from.features, init_from.contexts, init_from.devices
+    else:
+        features = Standardizer(log=True).fit(torch.cat([data.graphs[k].x.float()
+                                                         for k in train_keys]))
+        contexts = Standardizer(log=False).fit(data.contexts[torch.as_tensor(train_rows)])
+        devices = None
+        if device_vectors is not None:
+            devices = Standardizer(log=False).fit(device_vectors[torch.as_tensor(train_rows)])
+    inp = build_inputs(keys, data.graphs, data.contexts, features, contexts,
+                       device_vectors, devices)
+    mcfg = ModelConfig(in_dim=int(inp.graphs[0].x.shape[1]), context_dim=int(inp.context.shape[1]),
+                       n_targets=len(targets),
+                       device_dim=0 if device_vectors is None else int(device_vectors.shape[1]),
+                       hidden=cfg.hidden, step_ratio=cfg.step_ratio, steps=cfg.steps,
+                       max_steps=cfg.max_steps)
+    torch.manual_seed(cfg.seed)
+    net = DriplePredictorNet(mcfg)
+    if init_from is not None:
+        _check_transfer(init_from, mcfg, targets)
+        net.load_state_dict(init_from.net.state_dict())
+    params = [p for n, p in net.named_parameters()
+              if cfg.finetune == "all" or n.startswith(DriplePredictorNet.HEAD_PREFIXES)]
+    if cfg.finetune == "head":
+        for n, p in net.named_parameters():
+            p.requires_grad_(n.startswith(DriplePredictorNet.HEAD_PREFIXES))
+    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    val_rows = parts["val"] if parts["val"].size else train_rows
+    prev_det = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    history: list[dict[str, float]] = []
+    best, best_state, since = float("inf"), copy.deepcopy(net.state_dict()), 0
+    bar = tqdm(range(cfg.epochs), desc=f"train {data.device}", unit="epoch",
+               disable=not cfg.progress, leave=False)
+    try:
+        for epoch in bar:
+            net.train()
+            tot, nb = 0.0, 0
+            for r, batch, local in iter_batches(inp, train_rows, cfg.batch_size, True, gen):
+                pred, logit = forward_rows(net, inp, r, batch, local)
+                rt = torch.as_tensor(r)
+                loss = masked_mse(pred, y[rt])
+                if cfg.oom_weight:
+                    loss = loss + cfg.oom_weight * masked_bce(logit, oom[rt], usable[rt])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                tot, nb = tot + float(loss.detach()), nb + 1
+            val = _epoch_loss(net, inp, val_rows, y, cfg.batch_size)
+            history.append({"epoch": epoch + 1, "train_loss": tot / max(nb, 1), "val_mse": val})
+            bar.set_postfix(train=f"{tot / max(nb, 1):.4f}", val=f"{val:.4f}")
+            if val < best - 1e-7:
+                best, best_state, since = val, copy.deepcopy(net.state_dict()), 0
+            else:
+                since += 1
+                if since >= cfg.patience:
+                    break
+    finally:
+        torch.use_deterministic_algorithms(prev_det)
+        bar.close()
+    net.load_state_dict(best_state)
+    for p in net.parameters():
+        p.requires_grad_(True)
+    net.eval()
+    seconds = time.perf_counter() - t0
+    bundle = PredictorBundle(
+        net=net, targets=targets, labels=labels, features=features, contexts=contexts,
+        device=data.device, provenance=data.provenance, vocab_json=data.vocab_json,
+        dataset_fingerprint=data.fingerprint, devices=devices, encoding=dict(data.encoding or {}),
+        split={"kind": cfg.split, "seed": cfg.seed, "fraction": cfg.fraction},
+        train={"epochs_run": len(history), "best_val_mse": best, "seconds": seconds,
+               "lr": cfg.lr, "batch_size": cfg.batch_size,
+               "init_from": init_from.device if init_from is not None else "",
+               "finetune": cfg.finetune})
+    return FitResult(bundle, parts, inp, history, best, seconds)

@@ -1,0 +1,203 @@
+"""Profiling campaigns: a TOML matrix of jobs, run into a resumable runs folder.
+
+The default campaign is seed 001 Table 3 (``campaigns/table3.toml``: 12 CNNs × {imagenet,
+cifar10} and 3 generative models × mnist, × {sgd, adam} × {8, 16, 32, 64} × {10, 20} epochs
+= 432 jobs). A campaign file::
+
+    [campaign]
+    name = "cpu-small"
+    timeout_s = 120          # per run
+    period_s = 0.1666667     # sampling period (seed 001: 1/6 s)
+    steps_per_epoch = 4      # shortens every run (optional)
+    optimizers = ["sgd", "adam"]
+    batch_sizes = [8, 32]
+    epochs = [1, 2]
+
+    [[matrix]]               # one or more groups; each may override the lists above
+    models = ["lenet", "resnet20"]
+    datasets = ["cifar10"]
+
+Runs are recorded in ``<out>/ledger.sqlite`` after their trace is in place, so a campaign is
+resumable and a kill (even SIGKILL) loses at most the run in flight.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuscope.errors import InputError
+from gpuscope.jobs import JobSpec
+from gpuscope.profiling.ledger import Ledger
+from gpuscope.profiling.runner import RunOptions, run_job
+from gpuscope.profiling.trace import DEFAULT_PERIOD_S
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+_CAMPAIGN_KEYS = {
+    "name", "description", "timeout_s", "period_s", "steps_per_epoch", "optimizers",
+    "batch_sizes", "epochs", "memory_limit_mb", "framework",
+}
+_GROUP_KEYS = {"models", "datasets", "optimizers", "batch_sizes", "epochs", "steps_per_epoch",
+               "framework"}
+
+
+@dataclass
+class Campaign:
+    """A parsed campaign: its jobs (deduplicated by run key, matrix order) and run settings."""
+
+    name: str
+    jobs: list[JobSpec]
+    timeout_s: float = 600.0
+    period_s: float = DEFAULT_PERIOD_S
+    memory_limit_mb: int | None = None
+    description: str = ""
+    source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _list(where: str, key: str, v: Any, typ: type) -> list[Any]:
+    vals = v if isinstance(v, list) else [v]
+    if not vals:
+        raise InputError(f"{where}: {key} is empty")
+    for x in vals:
+        if typ is int and (isinstance(x, bool) or not isinstance(x, int)):
+            raise InputError(f"{where}: {key} must hold integers, got {x!r}")
+        if typ is str and not isinstance(x, str):
+            raise InputError(f"{where}: {key} must hold strings, got {x!r}")
+    return vals
+
+
+def _positive(where: str, key: str, v: Any, integer: bool = False) -> Any:
+    ok = isinstance(v, int) if integer else isinstance(v, (int, float))
+    if isinstance(v, bool) or not ok or v <= 0:
+        raise InputError(f"{where}: {key} must be a positive {'integer' if integer else 'number'}, got {v!r}")
+    return v
+
+
+def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign:
+    """Validate a campaign mapping (parsed TOML) into a :class:`Campaign`."""
+    head = data.get("campaign", {})
+    if not isinstance(head, dict):
+        raise InputError(f"{source}: [campaign] must be a table")
+    unknown = sorted(set(data) - {"campaign", "matrix"}) + sorted(set(head) - _CAMPAIGN_KEYS)
+    if unknown:
+        raise InputError(f"{source}: unknown key(s): {', '.join(unknown)}")
+    groups = data.get("matrix")
+    if not isinstance(groups, list) or not groups or not all(isinstance(g, dict) for g in groups):
+        raise InputError(f"{source}: needs at least one [[matrix]] group")
+    timeout_s = float(_positive(source, "timeout_s", head.get("timeout_s", 600.0)))
+    period_s = float(_positive(source, "period_s", head.get("period_s", DEFAULT_PERIOD_S)))
+    mem = head.get("memory_limit_mb")
+    if mem is not None:
+        _positive(source, "memory_limit_mb", mem, integer=True)
+    jobs: dict[str, JobSpec] = {}
+    for gi, g in enumerate(groups):
+        where = f"{source} [[matrix]] #{gi + 1}"
+        bad = sorted(set(g) - _GROUP_KEYS)
+        if bad:
+            raise InputError(f"{where}: unknown key(s): {', '.join(bad)}")
+        if "models" not in g or "datasets" not in g:
+            raise InputError(f"{where}: needs models and datasets")
+
+        def get(key: str, default: Any, g: dict[str, Any] = g) -> Any:
+            return g.get(key, head.get(key, default))
+
+        models = _list(where, "models", g["models"], str)
+        datasets = _list(where, "datasets", g["datasets"], str)
+        opts = _list(where, "optimizers", get("optimizers", ["sgd", "adam"]), str)
+        bss = _list(where, "batch_sizes", get("batch_sizes", [8, 16, 32, 64]), int)
+        eps = _list(where, "epochs", get("epochs", [10, 20]), int)
+        spe = get("steps_per_epoch", None)
+        if spe is not None:
+            _positive(where, "steps_per_epoch", spe, integer=True)
+        framework = get("framework", "pytorch")
+        for m in models:
+            for ds in datasets:
+                for o in opts:
+                    for b in bss:
+                        for e in eps:
+                            try:
+                                j = JobSpec(m, ds, o, b, e, steps_per_epoch=spe, framework=framework)
+                            except InputError as err:
+                                raise InputError(f"{where}: {err}") from None
+                            jobs.setdefault(j.key, j)
+    return Campaign(
+        name=str(head.get("name", Path(source).stem)), jobs=list(jobs.values()),
+        timeout_s=timeout_s, period_s=period_s, memory_limit_mb=mem,
+        description=str(head.get("description", "")), source=source,
+    )
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    """Read and validate a campaign TOML file; any problem is one :class:`InputError` line."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise InputError(f"cannot read campaign {path}: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"campaign {path} is not valid TOML: {str(e).splitlines()[0]}") from None
+    return parse_campaign(data, str(path))
+
+
+def pending_jobs(campaign: Campaign, ledger: Ledger, max_runs: int | None = None) -> list[JobSpec]:
+    """Jobs of the campaign not yet in the ledger, in matrix order, at most ``max_runs``."""
+    done = ledger.done_ids()
+    todo = [j for j in campaign.jobs if j.key not in done]
+    return todo if max_runs is None else todo[:max_runs]
+
+
+def remove_stale_temps(out_dir: str | Path) -> int:
+    """Delete temp trace files a killed campaign left behind (never a finished trace)."""
+    n = 0
+    for p in (Path(out_dir) / "traces").glob(".*.tmp"):
+        p.unlink(missing_ok=True)
+        n += 1
+    return n
+
+
+def run_options(campaign: Campaign, device_name: str, **overrides: Any) -> RunOptions:
+    kw: dict[str, Any] = {
+        "device_name": device_name, "timeout_s": campaign.timeout_s,
+        "period_s": campaign.period_s, "memory_limit_mb": campaign.memory_limit_mb,
+    }
+    kw.update({k: v for k, v in overrides.items() if v is not None})
+    return RunOptions(**kw)
+
+
+def run_campaign(
+    campaign: Campaign,
+    out_dir: str | Path,
+    opts: RunOptions,
+    max_runs: int | None = None,
+    progress: bool = True,
+) -> Counter[str]:
+    """Run the campaign's pending jobs one after another (local backend).
+
+    Each run: subprocess + sampling → trace written to a temp file and renamed into
+    ``traces/<run_id>.parquet`` → ledger row committed. Returns counts by status of the runs
+    made now.
+    """
+    from tqdm import tqdm
+
+    out = Path(out_dir)
+    remove_stale_temps(out)
+    counts: Counter[str] = Counter()
+    with Ledger(out / "ledger.sqlite") as ledger:
+        todo = pending_jobs(campaign, ledger, max_runs)
+        bar = tqdm(todo, desc=f"profile {campaign.name}", unit="run", disable=not progress)
+        for job in bar:
+            bar.set_postfix_str(job.key, refresh=False)
+            trace = out / "traces" / f"{job.key}.parquet"
+            meta = run_job(job, trace, opts)
+            ledger.record(meta, trace)
+            counts[meta.status] += 1
+            bar.set_postfix(counts, refresh=False)
+    return counts

@@ -1,0 +1,179 @@
+"""``gpuscope profile run|label|plot|build-dataset`` (seed 001 §3.1, Fig. 2–3)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from pathlib import Path
+
+from gpuscope.errors import InputError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("profile", help="profile real training jobs, label traces, build datasets")
+    sub = p.add_subparsers(dest="profile_command", metavar="ACTION", required=True,
+                           parser_class=type(p))
+
+    r = sub.add_parser("run", help="run a campaign (TOML matrix of jobs) into a runs folder")
+    r.add_argument("campaign", help="campaign TOML file (e.g. campaigns/table3.toml)")
+    r.add_argument("--device-name", required=True, help="name of the profiled device, e.g. h100")
+    r.add_argument("--out", help="runs folder (default runs/<device-name>)")
+    r.add_argument("--max-runs", type=int, help="run at most this many pending jobs")
+    r.add_argument("--backend", choices=("local", "ray"), default="local")
+    r.add_argument("--timeout-s", type=float, help="per-run wall-clock limit (overrides campaign)")
+    r.add_argument("--period-s", type=float, help="sampling period (overrides campaign; 1/6 s)")
+    r.add_argument("--memory-limit-mb", type=int, help="RLIMIT_AS of each job (CPU OOM)")
+    r.add_argument("--job-device", help="--device passed to the job (cpu, cuda)")
+    r.add_argument("--no-nvml", action="store_true", help="do not sample GPUs")
+    r.add_argument("--ray-address", help="Ray cluster address (default: start a local one)")
+    r.add_argument("--gpus", type=int, default=None,
+                   help="Ray: GPUs of this type (default: NVML's count); 0 = CPU tasks")
+    r.add_argument("--cpus-per-task", type=float, default=1.0, help="Ray: CPUs per task")
+    r.add_argument("--command", help="replace the workloads entry point with this command line "
+                   "({job} = job JSON file, {loss_log} = loss log path); custom harnesses, tests")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=_run)
+
+    lab = sub.add_parser("label", help="label every run of a runs folder (burst/idle/peak/exec)")
+    lab.add_argument("runs_dir")
+    lab.add_argument("-o", "--out", required=True, help="labels .parquet or .csv")
+    lab.add_argument("--method", choices=("kmeans", "median"), default="kmeans")
+    lab.set_defaults(func=_label)
+
+    pl = sub.add_parser("plot", help="plot a run like seed 001 Fig. 2")
+    pl.add_argument("run", help="a trace .parquet path, or a run id within --runs")
+    pl.add_argument("--runs", help="runs folder holding the run id")
+    pl.add_argument("-o", "--out", required=True, help="output PNG")
+    pl.add_argument("--method", choices=("kmeans", "median"), default="kmeans")
+    pl.set_defaults(func=_plot)
+
+    b = sub.add_parser("build-dataset", help="labels + encoded graphs → datasets/<provenance>/<device>/")
+    b.add_argument("--runs", action="append", required=True, help="runs folder (repeatable)")
+    b.add_argument("-o", "--out", required=True, help="dataset folder")
+    b.add_argument("--method", choices=("kmeans", "median"), default="kmeans")
+    b.add_argument("--traces", choices=("none", "all", "auto"), default="auto",
+                   help="copy raw traces into the dataset (auto: if under 5 MB, else a sample)")
+    b.add_argument("--note", action="append", default=[], help="line added to the manifest")
+    b.add_argument("--quiet", action="store_true")
+    b.set_defaults(func=_build)
+
+
+def _positive(name: str, v: float | None) -> None:
+    if v is not None and not v > 0:
+        raise InputError(f"{name} must be > 0, got {v}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gpuscope.profiling.campaign import load_campaign, pending_jobs, run_campaign, run_options
+    from gpuscope.profiling.ledger import Ledger
+
+    campaign = load_campaign(args.campaign)
+    for name in ("max_runs", "timeout_s", "period_s", "memory_limit_mb"):
+        _positive(name.replace("_", "-"), getattr(args, name))
+    out = Path(args.out or Path("runs") / args.device_name)
+    opts = run_options(
+        campaign, args.device_name, timeout_s=args.timeout_s, period_s=args.period_s,
+        memory_limit_mb=args.memory_limit_mb, job_device=args.job_device,
+        use_nvml=False if args.no_nvml else None,
+        command=tuple(shlex.split(args.command)) if args.command else None,
+    )
+    if args.backend == "local":
+        counts = run_campaign(campaign, out, opts, args.max_runs, progress=not args.quiet)
+    else:
+        from gpuscope.profiling.ray_backend import run_campaign_ray
+
+        gpus = args.gpus
+        if gpus is None:
+            gpus = _nvml_count() if opts.use_nvml else 0
+        with Ledger(out / "ledger.sqlite") as ledger:
+            todo = pending_jobs(campaign, ledger, args.max_runs)
+        counts = run_campaign_ray(todo, out, opts, address=args.ray_address, num_gpus=gpus,
+                                  cpus_per_task=args.cpus_per_task, progress=not args.quiet)
+    with Ledger(out / "ledger.sqlite") as ledger:
+        total = len(ledger)
+    print(json.dumps({"runs_dir": str(out), "ran": dict(counts), "recorded": total,
+                      "campaign_jobs": len(campaign.jobs)}))
+    return 0
+
+
+def _nvml_count() -> int:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return 0
+
+
+def _label(args: argparse.Namespace) -> int:
+    from gpuscope.profiling.labeling import label_runs
+
+    df = label_runs(args.runs_dir, args.method)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix.lower() == ".csv":
+        df.to_csv(out, index=False)
+    elif out.suffix.lower() == ".parquet":
+        df.to_parquet(out, index=False)
+    else:
+        raise InputError(f"{out}: unsupported extension {out.suffix!r} (use .parquet or .csv)")
+    print(json.dumps({"labels": str(out), "rows": len(df),
+                      "status": df["status"].value_counts().to_dict()}))
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from gpuscope.profiling.plot import plot_trace
+    from gpuscope.profiling.trace import read_trace
+
+    path = Path(args.run)
+    if not path.is_file():
+        if not args.runs:
+            raise InputError(f"{args.run}: no such trace file (give --runs DIR for a run id)")
+        path = Path(args.runs) / "traces" / f"{args.run}.parquet"
+        if not path.is_file():
+            raise InputError(f"run {args.run!r} not found in {args.runs}/traces")
+    df, meta = read_trace(path)
+    out = plot_trace(df, meta, args.out, args.method)
+    print(json.dumps({"figure": str(out), "run_id": meta.run_id, "provenance": meta.provenance}))
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from gpuscope.profiling.dataset import build_dataset
+
+    manifest = build_dataset(args.runs, args.out, method=args.method, traces=args.traces,
+                             notes=args.note, progress=not args.quiet)
+    print(json.dumps({"dataset": str(args.out), "rows": manifest["rows"],
+                      "graphs": manifest["graphs"], "status": manifest["counts_by_status"]}))
+    return 0
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gpuscope.profiling.cli profile ...``: the profile subcommands alone, without
+    importing the other stages (a campaign driver on a bare GPU node starts faster)."""
+    import sys
+
+    from gpuscope.cli import OneLineParser
+
+    parser = OneLineParser(prog="gpuscope")
+    register(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser))
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except InputError as e:
+        sys.stderr.write(f"gpuscope: error: {e}\n")
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

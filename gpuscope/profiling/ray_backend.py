@@ -1,0 +1,114 @@
+"""Ray backend: a campaign's jobs as Ray tasks, results streamed into the driver's one ledger.
+
+Each task runs one job with :func:`gpuscope.profiling.runner.run_job` on whichever node Ray
+picks and returns the trace as parquet bytes; the driver writes it atomically under
+``traces/`` and commits the ledger row as each task finishes (``ray.wait``), so a killed
+driver loses only the runs in flight, like the local backend.
+
+Resources per task: on GPU machines ``num_gpus=1`` and a custom resource
+``{"gpu_type:<device>": 1}`` so each task lands on a node of the GPU type being profiled
+(start nodes with ``ray start --resources='{"gpu_type:h100": 8}'``; a local
+``ray.init`` adds it for its own GPUs); on CPU, ``num_cpus``.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from collections import Counter
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from gpuscope.jobs import JobSpec
+from gpuscope.profiling.campaign import remove_stale_temps
+from gpuscope.profiling.ledger import Ledger
+from gpuscope.profiling.runner import RunOptions, run_job
+from gpuscope.profiling.trace import TraceMeta, read_trace, write_trace
+
+
+def gpu_type_resource(device_name: str) -> str:
+    return f"gpu_type:{device_name}"
+
+
+def _task(job: dict[str, Any], opts: dict[str, Any], use_gpu: bool) -> tuple[str, bytes]:
+    """Ray task body: run the job here, return (metadata JSON, trace parquet bytes)."""
+    o = RunOptions(**{**opts, "command": tuple(opts["command"]) if opts.get("command") else None})
+    if use_gpu:
+        import ray
+
+        ids = ray.get_gpu_ids()
+        if ids:  # NVML indexes physical GPUs; Ray hands out physical ids
+            o = replace(o, gpu_index=int(ids[0]))
+    spec = JobSpec.from_dict(job)
+    with tempfile.TemporaryDirectory(prefix="gpuscope-ray-") as tmp:
+        path = Path(tmp) / f"{spec.key}.parquet"
+        meta = run_job(spec, path, o)
+        return meta.to_json(), path.read_bytes()
+
+
+def run_campaign_ray(
+    jobs: list[JobSpec],
+    out_dir: str | Path,
+    opts: RunOptions,
+    address: str | None = None,
+    num_gpus: int = 0,
+    cpus_per_task: float = 1.0,
+    init_kwargs: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> Counter[str]:
+    """Run ``jobs`` (already filtered to the pending ones) as Ray tasks.
+
+    ``num_gpus`` > 0 requests one GPU and the ``gpu_type:<device>`` resource per task.
+    ``init_kwargs`` go to ``ray.init`` when Ray is not initialised yet (tests pass
+    ``num_cpus=2, include_dashboard=False``).
+    """
+    import ray
+    from tqdm import tqdm
+
+    out = Path(out_dir)
+    remove_stale_temps(out)
+    if not ray.is_initialized():
+        kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address:
+            kw["address"] = address
+        elif num_gpus > 0:
+            kw["resources"] = {gpu_type_resource(opts.device_name): float(num_gpus)}
+        kw.update(init_kwargs or {})
+        ray.init(**kw)
+    use_gpu = num_gpus > 0
+    if use_gpu:
+        res: dict[str, Any] = {
+            "num_gpus": 1, "num_cpus": cpus_per_task,
+            "resources": {gpu_type_resource(opts.device_name): 1},
+        }
+    else:
+        res = {"num_cpus": cpus_per_task}
+    remote = ray.remote(max_retries=0)(_task).options(**res)
+    opts_d = asdict(opts)
+    counts: Counter[str] = Counter()
+    with Ledger(out / "ledger.sqlite") as ledger:
+        refs = {remote.remote(j.to_dict(), opts_d, use_gpu): j for j in jobs}
+        bar = tqdm(total=len(refs), desc="profile (ray)", unit="run", disable=not progress)
+        while refs:
+            done, _ = ray.wait(list(refs), num_returns=1)
+            job = refs.pop(done[0])
+            try:
+                meta_json, blob = ray.get(done[0])
+            except ray.exceptions.RayError as e:
+                # A lost worker/node: nothing recorded, the job stays pending for a re-run.
+                tqdm.write(f"{job.key}: task failed ({type(e).__name__}); left pending")
+                counts["lost"] += 1
+                bar.update(1)
+                continue
+            df, _ = read_trace(io.BytesIO(blob))
+            meta = TraceMeta.from_json(meta_json)
+            trace = out / "traces" / f"{job.key}.parquet"
+            write_trace(trace, df, meta)
+            ledger.record(meta, trace)
+            counts[meta.status] += 1
+            bar.update(1)
+            bar.set_postfix(counts, refresh=False)
+        bar.close()
+    return counts
+

@@ -1,0 +1,172 @@
+"""Run one JobSpec in a subprocess while sampling it (seed 001 §3.1, Fig. 3: the job profiler).
+
+The job runs through the workloads entry point
+``python -m gpuscope.workloads.run --job job.json --loss-log F`` (exit 0 ok, 3 out of memory,
+1 error, 2 invalid job). The runner samples the machine and the job's process tree every
+``period_s`` (seed 001: 1/6 s), measures the wall-clock execution time, and turns the exit
+into a status ``ok | oom | error | timeout`` — an out-of-memory job is a result (seed 001
+Fig. 5–7), not a crash. The trace is written atomically, so a killed campaign never leaves a
+half-written file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from gpuscope.jobs import JobSpec
+from gpuscope.profiling.env import device_identity, host_name, versions
+from gpuscope.profiling.samplers import Sampler
+from gpuscope.profiling.trace import DEFAULT_PERIOD_S, TraceMeta, write_trace
+
+EXIT_STATUS: dict[int, str] = {0: "ok", 3: "oom"}
+ENTRY_POINT: tuple[str, ...] = ("-m", "gpuscope.workloads.run")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run and sample a job.
+
+    Attributes:
+        device_name: name recorded as the run's device (e.g. ``h100``, ``amd-epyc``).
+        timeout_s: wall-clock limit; the job's process group is killed past it.
+        period_s: sampling period.
+        memory_limit_mb: passed to the entry point (``--memory-limit-mb``: RLIMIT_AS), so a
+            job can truly run out of memory on a CPU host.
+        job_device: ``--device`` for the entry point (``cpu``/``cuda``); None = its default.
+        use_nvml: sample the GPU through NVML when available.
+        gpu_index: GPU to sample.
+        command: replaces the entry point (tests); ``{job}`` and ``{loss_log}`` are filled in.
+    """
+
+    device_name: str
+    timeout_s: float = 600.0
+    period_s: float = DEFAULT_PERIOD_S
+    memory_limit_mb: int | None = None
+    job_device: str | None = None
+    use_nvml: bool = True
+    gpu_index: int = 0
+    command: tuple[str, ...] | None = None
+
+
+def _command(opts: RunOptions, job_file: Path, loss_log: Path) -> list[str]:
+    if opts.command is not None:
+        return [a.replace("{job}", str(job_file)).replace("{loss_log}", str(loss_log)) for a in opts.command]
+    cmd = [sys.executable, *ENTRY_POINT, "--job", str(job_file), "--loss-log", str(loss_log)]
+    if opts.memory_limit_mb is not None:
+        cmd += ["--memory-limit-mb", str(int(opts.memory_limit_mb))]
+    if opts.job_device is not None:
+        cmd += ["--device", opts.job_device]
+    return cmd
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the job's process group, then SIGKILL what is left after 2 s."""
+    for sig, wait_s in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _last_json_line(text: str) -> dict[str, Any]:
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(obj, dict):
+                return obj
+    return {}
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:500] if lines else ""
+
+
+def run_job(
+    job: JobSpec,
+    trace_path: str | Path,
+    opts: RunOptions,
+    nvml: ModuleType | None = None,
+) -> TraceMeta:
+    """Run ``job`` once, sample it, write its trace to ``trace_path``; return its metadata."""
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    with tempfile.TemporaryDirectory(prefix="gpuscope-run-") as tmp:
+        tmpd = Path(tmp)
+        job_file, loss_log = tmpd / "job.json", tmpd / "loss.log"
+        job_file.write_text(json.dumps(job.to_dict()))
+        out_path, err_path = tmpd / "stdout", tmpd / "stderr"
+        sampler = Sampler(opts.period_s, nvml=nvml, use_nvml=opts.use_nvml, gpu_index=opts.gpu_index)
+        gpu_info = sampler.device_info()
+        with out_path.open("wb") as out_fh, err_path.open("wb") as err_fh:
+            t0 = time.monotonic()
+            # A new session: on timeout the whole process group (data loader workers too) dies.
+            proc = subprocess.Popen(
+                _command(opts, job_file, loss_log), stdout=out_fh, stderr=err_fh,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+            sampler.pid = proc.pid
+            sampler.start()
+            timed_out = False
+            try:
+                rc = proc.wait(timeout=opts.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc)
+                rc = proc.returncode
+            except BaseException:
+                _kill_group(proc)  # Ctrl-C / SIGTERM of the campaign: take the job down too
+                sampler.stop()
+                raise
+            exec_time_s = time.monotonic() - t0
+            df = sampler.stop()
+        stdout = out_path.read_text(errors="replace")
+        stderr = err_path.read_text(errors="replace")
+    result = _last_json_line(stdout)
+    if timed_out:
+        status, error = "timeout", f"killed after {opts.timeout_s:g} s"
+    else:
+        status = EXIT_STATUS.get(rc, "error")
+        # The entry point's own error message is the most precise; else stderr's last line.
+        error = "" if status == "ok" else str(
+            result.get("error") or _last_line(stderr) or f"exit code {rc}")[:500]
+        if rc is not None and rc < 0:
+            error = f"killed by signal {-rc}; {error}"
+    meta = TraceMeta(
+        run_id=job.key,
+        job=job.to_dict(),
+        device=opts.device_name,
+        status=status,
+        exec_time_s=float(exec_time_s),
+        provenance="measured",
+        device_info=device_identity(gpu_info),
+        host=host_name(),
+        sample_period_s=float(opts.period_s),
+        mem_total_mb=gpu_info.get("memory_total_mb") if gpu_info else None,
+        missing=dict(sampler.missing),
+        versions=versions(),
+        started_at=started_at,
+        error=error,
+        result=result,
+    )
+    write_trace(trace_path, df, meta)
+    return meta

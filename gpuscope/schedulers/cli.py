@@ -1,0 +1,68 @@
+"""``gpuscope schedule``: run a scheduling method on an instance folder, or generate one.
+
+    gpuscope schedule --instance DIR --method fifo|edf|ps|greedy|rg|pr --seed 1 -o out/
+    gpuscope schedule generate --source alexnet|andreas|gavel|TJNG.csv --nodes N --seed S \\
+        --arrivals exponential|high|low|mixed -o DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpuscope.errors import InputError
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gpuscope.schedulers.methods import make_method
+    from gpuscope.schedulers.model import load_problem
+    from gpuscope.schedulers.results import write_results
+    from gpuscope.schedulers.simulate import simulate
+
+    if args.instance is None:
+        raise InputError("give --instance DIR (or use 'gpuscope schedule generate')")
+    if args.output is None:
+        raise InputError("give -o/--output OUT")
+    p = load_problem(args.instance)
+    kw = {"max_it_rg": args.max_it} if args.max_it else {}
+    res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=sys.stderr.isatty())
+    write_results(res, args.output, {"instance": str(args.instance), "seed": args.seed,
+                                     "method_name": args.method})
+    s = res.summary
+    print(f"{args.method}: total cost {s['total_cost']:.4f} (execution {s['exec_cost']:.4f}, "
+          f"tardiness {s['tardiness_cost']:.4f}), {s['late_jobs']} late jobs, "
+          f"{s['rescheduling_points']} rescheduling points, median solve {s['solve_s_median'] * 1e3:.2f} ms "
+          f"-> {args.output}")
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from gpuscope.schedulers.instances import generate
+    from gpuscope.schedulers.model import save_problem
+
+    p = generate(args.source, args.nodes, seed=args.seed, arrivals=args.arrivals, n_jobs=args.jobs)
+    save_problem(p, args.output)
+    print(f"{p.n_jobs} jobs, {p.n_nodes} nodes, {len(p.vm_names)} node types "
+          f"({p.params.cost_model} costs) -> {args.output}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from gpuscope.schedulers.methods import METHODS
+
+    sp = subparsers.add_parser("schedule", help="cost-based online scheduling over t_jng tables (seeds 000, 002)")
+    sp.add_argument("--instance", help="reference-format instance folder")
+    sp.add_argument("--method", choices=METHODS, default="pr")
+    sp.add_argument("--seed", type=int, default=1)
+    sp.add_argument("--max-it", type=int, default=None, help="MaxIt_RG (default 1000)")
+    sp.add_argument("-o", "--output", help="results folder")
+    sp.set_defaults(func=_run)
+    sub = sp.add_subparsers(dest="schedule_command", metavar="generate")
+    g = sub.add_parser("generate", help="random instance as in seed 002 §4.1")
+    g.add_argument("--source", default="alexnet", help="alexnet, andreas, gavel, or a t_jng .csv/.parquet")
+    g.add_argument("--nodes", type=int, required=True)
+    g.add_argument("--jobs", type=int, default=None, help="default 10 x nodes")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--arrivals", choices=("exponential", "high", "low", "mixed"), default="exponential")
+    g.add_argument("-o", "--output", required=True)
+    g.set_defaults(func=_generate)

@@ -1,0 +1,53 @@
+"""The cost-reduction experiment of seed 002 §4.3 (and seed 000 §V-B): every method on
+generated instances, total costs, and the percentage cost reduction of Eq. 3,
+``pct = (C_algo − C_ref) / C_algo · 100`` (ref = PR or RG)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from itertools import product
+
+import pandas as pd
+from tqdm import tqdm
+
+from gpuscope.schedulers.instances import generate
+from gpuscope.schedulers.methods import METHODS, make_method
+from gpuscope.schedulers.simulate import simulate
+
+
+def run_grid(nodes: Iterable[int], seeds: Iterable[int], arrivals: Iterable[str],
+             methods: Iterable[str] = METHODS, source: str = "alexnet", method_seed: int = 1,
+             progress: bool = True) -> pd.DataFrame:
+    """One row per (N, arrivals, instance seed, method): costs, late jobs, CPU seconds."""
+    rows = []
+    cells = list(product(nodes, arrivals, seeds))
+    methods = list(methods)
+    bar = tqdm(total=len(cells) * len(methods), disable=not progress, desc="grid", unit="run")
+    for n, arr, seed in cells:
+        p = generate(source, n, seed=seed, arrivals=arr)
+        for m in methods:
+            c = time.process_time()
+            s = simulate(p, make_method(m, seed=method_seed)).summary
+            rows.append({"source": source, "N": n, "J": p.n_jobs, "arrivals": arr, "seed": seed,
+                         "method": m, "total_cost": s["total_cost"], "exec_cost": s["exec_cost"],
+                         "tardiness_cost": s["tardiness_cost"], "late_jobs": s["late_jobs"],
+                         "points": s["rescheduling_points"], "cpu_s": time.process_time() - c})
+            bar.update(1)
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def reductions(runs: pd.DataFrame, ref: str = "pr") -> pd.DataFrame:
+    """Eq. 3 per instance: reduction of ``ref`` against every other method (%), then the
+    mean / min / max over instance seeds per (N, arrivals, method)."""
+    key = ["source", "N", "arrivals", "seed"]
+    wide = runs.pivot_table(index=key, columns="method", values="total_cost")
+    out = []
+    for m in wide.columns:
+        if m == ref:
+            continue
+        pct = 100.0 * (wide[m] - wide[ref]) / wide[m]
+        out.append(pct.rename("pct").reset_index().assign(vs=m))
+    pct = pd.concat(out, ignore_index=True)
+    return pct.groupby(["source", "N", "arrivals", "vs"])["pct"].agg(["mean", "min", "max"]).reset_index()

@@ -1,0 +1,125 @@
+"""The scheduling methods: FIFO, EDF, PS (first-principle), Greedy, Randomized Greedy, Path
+Relinking. Each is an object with hyperparameters set in ``__init__`` and
+``step(problem, state) -> Decision``, called at every rescheduling point.
+
+First-principle methods (seed 000 §V-B, seed 002 §4.2, §4.5): non-preemptive, one job per
+node; running jobs keep their node and configuration; queued jobs are taken in FIFO
+(submission time), EDF (due date) or PS (tardiness weight, highest first) order and each gets
+a free node with its best configuration (cheapest in D*_j, else fastest).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuscope.errors import InputError
+from gpuscope.schedulers.greedy import construct
+from gpuscope.schedulers.model import Problem
+from gpuscope.schedulers.relinking import elite, postprocess, relink
+from gpuscope.schedulers.step import (
+    Decision,
+    StepState,
+    config_keys,
+    eq1_terms,
+    f_eq1,
+    masked_times,
+)
+
+METHODS: tuple[str, ...] = ("fifo", "edf", "ps", "greedy", "rg", "pr")
+
+
+class FirstPrinciple:
+    """FIFO / EDF / PS: non-preemptive, one job per node."""
+
+    def __init__(self, order: str = "fifo") -> None:
+        self.order = order
+
+    def step(self, p: Problem, st: StepState) -> Decision:
+        node, conf = st.cur_node.copy(), st.cur_conf.copy()
+        busy = np.zeros(p.n_nodes, dtype=bool)
+        busy[node[conf >= 0]] = True
+        queued = np.flatnonzero(conf < 0)
+        j = st.jobs[queued]
+        sort_key = {"fifo": p.submit[j], "edf": p.due[j], "ps": -p.weight[j]}[self.order]
+        queued = queued[np.lexsort((j, sort_key))]
+        key = config_keys(p, st, masked_times(p, st))
+        for i in queued:
+            if busy.all():
+                break
+            free_nodes = np.flatnonzero(~busy)
+            if p.fixed:
+                allowed = np.isin(p.conf_vm, p.fixed_vm[free_nodes])
+            else:
+                allowed = np.ones(len(p.conf_vm), dtype=bool)
+            row = np.where(allowed, key[i], np.inf)
+            c = int(np.argmin(row))
+            if not np.isfinite(row[c]):
+                continue
+            if p.fixed:
+                n = int(free_nodes[np.argmax(p.fixed_vm[free_nodes] == p.conf_vm[c])])
+            else:
+                n = int(free_nodes[0])
+            node[i], conf[i] = n, c
+            busy[n] = True
+        return Decision(node=node, conf=conf)
+
+
+class RandomizedGreedy:
+    """Greedy (``randomized=False``: one deterministic construction) or Randomized Greedy
+    (seed 000 Alg. 1, seed 002 Alg. 1: best of MaxIt_RG constructions by f_OBJ), followed by
+    the post-processing of seed 002 §3.3."""
+
+    def __init__(self, randomized: bool = True, max_it: int | None = None, seed: int = 0,
+                 postprocess: bool = True) -> None:
+        self.randomized = randomized
+        self.max_it = max_it
+        self.seed = seed
+        self.postprocess = postprocess
+        self.rng_ = np.random.default_rng(seed)
+
+    def step(self, p: Problem, st: StepState) -> Decision:
+        n = self.max_it or p.params.max_it_rg
+        b = construct(p, st, n, self.rng_ if self.randomized else None)
+        i = int(np.argmin(b.obj))
+        d = Decision(node=b.node[i], conf=b.conf[i])
+        return postprocess(p, st, d) if self.postprocess else d
+
+
+class PathRelinking:
+    """Path Relinking (seed 002 §3.3): randomized construction keeping the σ elite solutions
+    by Eq. 1, Alg. 2 from the best towards each other elite (MaxIt_PR moves each, default N),
+    then post-processing."""
+
+    def __init__(self, seed: int = 0, max_it_rg: int | None = None, sigma: int | None = None,
+                 max_it_pr: int | None = None) -> None:
+        self.seed = seed
+        self.max_it_rg = max_it_rg
+        self.sigma = sigma
+        self.max_it_pr = max_it_pr
+        self.rng_ = np.random.default_rng(seed)
+
+    def step(self, p: Problem, st: StepState) -> Decision:
+        n_rg = self.max_it_rg or p.params.max_it_rg
+        sigma = self.sigma or p.params.sigma
+        n_pr = self.max_it_pr or p.params.max_it_pr or p.n_nodes
+        b = construct(p, st, n_rg, self.rng_)
+        sols = elite(p, b.conf, b.node, b.eq1, sigma)
+        terms = eq1_terms(p, st, masked_times(p, st))
+        s = sols[0]
+        for t in sols[1:]:
+            s = relink(p, s, t, terms, n_pr)
+        assert f_eq1(p, st, s, terms) >= f_eq1(p, st, sols[0], terms) - 1e-9
+        return postprocess(p, st, s)
+
+
+def make_method(name: str, seed: int = 0, **kw: int) -> FirstPrinciple | RandomizedGreedy | PathRelinking:
+    """A method object by CLI name (:data:`METHODS`)."""
+    if name in ("fifo", "edf", "ps"):
+        return FirstPrinciple(order=name)
+    if name == "greedy":
+        return RandomizedGreedy(randomized=False, seed=seed)
+    if name == "rg":
+        return RandomizedGreedy(randomized=True, seed=seed, max_it=kw.get("max_it_rg"))
+    if name == "pr":
+        return PathRelinking(seed=seed, max_it_rg=kw.get("max_it_rg"))
+    raise InputError(f"unknown method {name!r}; expected one of {', '.join(METHODS)}")
