@@ -1,7 +1,7 @@
 """Graph export and encoding speed per catalog model (issue 2, item 8).
 
     .venv/bin/python benchmarks/graph_export.py [--models resnet50,vgg16] [--batch-size 32]
-        [--optimizer adam] [--table 3] [--grouping fluid|coarsen]
+        [--optimizer adam] [--table 3] [--grouping fluid|coarsen] [--framework pytorch|tensorflow]
 
 Per model (seed 001 Table 3 catalog by default, first dataset of each model, batch 32, Adam):
 export time (build the workload on the meta device + trace the training step), encode time
@@ -36,6 +36,8 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--optimizer", default="adam")
     ap.add_argument("--grouping", default="fluid", choices=("fluid", "coarsen"))
+    ap.add_argument("--framework", default="pytorch", choices=("pytorch", "tensorflow"),
+                    help="tensorflow: the Keras versions (gpuscope.graphs.keras_models)")
     a = ap.parse_args()
     if a.models:
         models = [m.strip() for m in a.models.split(",") if m.strip()]
@@ -49,7 +51,7 @@ def main() -> None:
     rows = {}
     for m in models:
         ds = MODEL_DATASETS[m][0]
-        job = JobSpec(m, ds, a.optimizer, a.batch_size, 1)
+        job = JobSpec(m, ds, a.optimizer, a.batch_size, 1, framework=a.framework)
         t0 = time.perf_counter()
         g = export_graph(job)
         t1 = time.perf_counter()
@@ -61,7 +63,7 @@ def main() -> None:
               f"{t2 - t0:8.2f}")
     ex, en = rows["resnet50"]
     total = ex + en
-    print(f"\nresnet50 imagenet b{a.batch_size} {a.optimizer}: export {ex:.2f} s + encode {en:.2f} s "
+    print(f"\nresnet50 imagenet b{a.batch_size} {a.optimizer} ({a.framework}): export {ex:.2f} s + encode {en:.2f} s "
           f"= {total:.2f} s; target <= {TARGET_S:.0f} s on 2 cores: "
           f"{total / TARGET_S:.2f} of the target ({'met' if total <= TARGET_S else 'MISSED'})")
 

@@ -25,25 +25,28 @@ from gpuscope.allocator.reproduce import (
     reproduce_gavel,
     table9_md,
 )
+from gpuscope.allocator.truth import truth_steps
 
 ROOT = Path(__file__).resolve().parents[1] if "__file__" in globals() else Path.cwd()
 MODELS = ROOT / "datasets" / "checkpoints"
 TRUTH = ROOT / "datasets" / "emulated"
 cluster = ClusterSpec.parse(SEED_CLUSTER)
 policies = policies_for(MODELS, cluster)
+STEPS = truth_steps(TRUTH, cluster.devices)  # the emulated campaign's epoch length
+print("steps per epoch of the ground-truth runs:", STEPS)
 
 # %% [markdown]
 # ## Tables 8, 9 and 14: six jobs one minute apart
 
 # %%
-inp8 = prepare(table8_jobs(), cluster, MODELS, TRUTH, policies)
+inp8 = prepare(table8_jobs(STEPS), cluster, MODELS, TRUTH, policies)
 print(table9_md(inp8))
 
 # %% [markdown]
 # ## Tables 10–16: the Table 4 workload (128 jobs, gan counted twice), FIFO and SJF
 
 # %%
-jobs = seed_workload(128)
+jobs = seed_workload(128, steps_per_epoch=STEPS)
 inp = prepare(jobs, cluster, MODELS, TRUTH, policies)
 rows = compare_policies(inp, available_policies(inp))
 print(comparison_md(inp, "Table 4 workload", rows, "All jobs queued at t = 0."))

@@ -144,3 +144,13 @@ def test_same_seed_identical_traces() -> None:
     # The run holds start-up, 2 epochs of training, evaluation and checkpoint pauses.
     assert ta >= e.startup_s + 2 * (200 * e.iter_s + e.eval_s + e.ckpt_s) - 1e-6
     assert (a["gpu_util"] < 10).any() and (a["gpu_util"] > 80).any()
+
+
+def test_long_run_trace_is_capped() -> None:
+    # A full-dataset run (no steps_per_epoch: 40 000 steps/epoch) is sampled more coarsely.
+    dev, j = get_device("t4"), job(steps_per_epoch=None, epochs=1)
+    p = P.with_(max_trace_samples=5000)
+    e = estimate(j, GraphCost.from_graph(conv_net(32), 32), dev, p)
+    df, t = synth_trace(e, j, dev, p, seed=0)
+    assert j.steps == 40037 and len(df) <= 5000 < t * 6
+    assert t == pytest.approx(e.exec_time_s, rel=0.05)

@@ -15,7 +15,7 @@ CASES = [(m, ds) for m, dss in MODEL_DATASETS.items() for ds in dss]
 #: ImageNet models whose real CPU step on 224×224 inputs fits the test budget. The other
 #: ImageNet models (tens of M parameters, GFLOPs per image) step on the "meta" device —
 #: the same code path with shapes and no data; every CIFAR-10/MNIST case is a real CPU step.
-REAL_IMAGENET = {"lenet", "trivial", "resnet20", "alexnet"}
+REAL_IMAGENET = {"lenet", "trivial", "resnet20"}
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -35,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="ground-truth datasets folder (e.g. datasets/emulated); without it the "
                         "simulation replays the predicted times")
     p.add_argument("--seed", type=int, default=0, help="seed of the random policy")
+    p.add_argument("--steps-per-epoch", type=int, default=None,
+                   help="epoch length of the named queues (default: that of the --truth runs)")
     p.add_argument("-o", "--out", required=True, help="output folder")
     p.set_defaults(func=_allocate)
 
@@ -50,6 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--truth", default=None, help="datasets folder with measured labels")
     t.add_argument("--nodes", type=int, default=None, help="nodes in tNodes.csv (default: types)")
     t.add_argument("--seed", type=int, default=0, help="seed of generated due dates/weights")
+    t.add_argument("--steps-per-epoch", type=int, default=None,
+                   help="epoch length of the named queues (default: full epochs)")
     t.add_argument("-o", "--out", required=True, help="output folder")
     t.set_defaults(func=_tjng)
 
@@ -88,11 +92,24 @@ def _allocate(args: argparse.Namespace) -> int:
     from gpuscope.allocator.report import write_allocation
 
     check_devices(cluster)
-    jobs = load_jobs(args.jobs)
+    jobs = load_jobs(args.jobs, _steps(args, cluster))
     inp = prepare(jobs, cluster, args.model_dir, args.truth, policies)
     summary = write_allocation(inp, policies, orders, resources, Path(args.out), seed=args.seed)
     print(summary)
     return 0
+
+
+def _steps(args: argparse.Namespace, cluster) -> int | None:
+    """Epoch length for named queues: the flag, else that of the ground-truth runs."""
+    if args.steps_per_epoch is not None:
+        if args.steps_per_epoch < 1:
+            raise InputError(f"--steps-per-epoch must be >= 1, got {args.steps_per_epoch}")
+        return args.steps_per_epoch
+    if getattr(args, "truth", None) is None:
+        return None
+    from gpuscope.allocator.truth import truth_steps
+
+    return truth_steps(args.truth, cluster.devices)
 
 
 def _has_driple(args: argparse.Namespace, cluster) -> bool:
@@ -113,7 +130,7 @@ def _tjng(args: argparse.Namespace) -> int:
         raise InputError(f"--nodes must be >= 1, got {args.nodes}")
     check_devices(cluster)
     check_checkpoints(args.model_dir, cluster.devices)
-    jobs = load_jobs(args.jobs)
+    jobs = load_jobs(args.jobs, _steps(args, cluster))
     truth = None
     if args.truth is not None:
         have = [d for d in cluster.devices if labels_path(args.truth, d) is not None]

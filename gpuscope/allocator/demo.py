@@ -33,10 +33,11 @@ def run_demo(
     from gpuscope.allocator.metrics import comparison_table, distribution_table, to_markdown
     from gpuscope.allocator.pipeline import prepare
     from gpuscope.allocator.reproduce import policies_for
+    from gpuscope.allocator.truth import truth_steps
 
     t0 = time.perf_counter()
     cluster = ClusterSpec.parse(SEED_CLUSTER)
-    jobs = seed_workload(128)
+    jobs = seed_workload(128, steps_per_epoch=truth_steps(truth_dir, cluster.devices))
     policies = policies_for(Path(model_dir), cluster)
     try:
         inp = prepare(jobs, cluster, model_dir, truth_dir, policies)

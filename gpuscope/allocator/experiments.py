@@ -39,20 +39,24 @@ LABELS: dict[str, str] = {
 }
 
 
-def table8_jobs() -> list[JobSpec]:
+def table8_jobs(steps_per_epoch: int | None = None) -> list[JobSpec]:
     """Seed 001 Table 8: six Table 3 jobs arriving one minute apart."""
     spec = [("resnet20", "cifar10", "adam", 8, 20), ("densenet40_k12", "cifar10", "sgd", 64, 10),
             ("inception3", "imagenet", "adam", 16, 20), ("vgg11", "imagenet", "sgd", 32, 10),
             ("dcgan", "mnist", "adam", 32, 20), ("googlenet", "imagenet", "sgd", 64, 10)]
-    return [JobSpec(m, d, o, b, e, arrival_s=60.0 * i, job_id=f"{m}_{d}")
+    return [JobSpec(m, d, o, b, e, steps_per_epoch=steps_per_epoch, arrival_s=60.0 * i,
+                    job_id=f"{m}_{d}")
             for i, (m, d, o, b, e) in enumerate(spec)]
 
 
-def seed_workload(n_jobs: int = 128, arrival_gap_s: float = 0.0) -> list[JobSpec]:
-    """Table 4's workload, 112 or 128 jobs (see the module docstring)."""
+def seed_workload(
+    n_jobs: int = 128, arrival_gap_s: float = 0.0, steps_per_epoch: int | None = None
+) -> list[JobSpec]:
+    """Table 4's workload, 112 or 128 jobs (see the module docstring); ``steps_per_epoch``
+    shortens every epoch as the ground-truth campaign did (None: full epochs)."""
     if n_jobs not in (112, 128):
         raise ValueError("Table 4's workload has 112 jobs (128 with gan counted twice)")
-    jobs = table_jobs(4)
+    jobs = table_jobs(4, steps_per_epoch=steps_per_epoch)
     if n_jobs == 128:
         jobs = jobs + [j.with_(job_id=f"{j.job_id}b") for j in jobs if j.model == "gan"]
     return [j.with_(arrival_s=arrival_gap_s * i) for i, j in enumerate(jobs)]

@@ -32,14 +32,15 @@ NAMED_QUEUES: dict[str, str] = {
 }
 
 
-def load_jobs(spec: str) -> list[JobSpec]:
-    """A queue file (``.csv``/``.json``) or one of :data:`NAMED_QUEUES`."""
+def load_jobs(spec: str, steps_per_epoch: int | None = None) -> list[JobSpec]:
+    """A queue file (``.csv``/``.json``) or one of :data:`NAMED_QUEUES` (whose epochs are
+    shortened to ``steps_per_epoch`` when given)."""
     if spec == "table4":
-        return seed_workload(128)
+        return seed_workload(128, steps_per_epoch=steps_per_epoch)
     if spec == "table4-112":
-        return seed_workload(112)
+        return seed_workload(112, steps_per_epoch=steps_per_epoch)
     if spec == "table8":
-        return table8_jobs()
+        return table8_jobs(steps_per_epoch)
     if not Path(spec).exists():
         raise InputError(
             f"job queue {spec} not found (give a .csv/.json file or one of "

@@ -31,6 +31,7 @@ from gpuscope.allocator.pipeline import prepare
 from gpuscope.allocator.plots import gantt, policy_bars
 from gpuscope.allocator.predict import checkpoint_path
 from gpuscope.allocator.table import JobDeviceTable
+from gpuscope.allocator.truth import truth_steps
 
 
 def policies_for(model_dir: Path, cluster: ClusterSpec) -> list[str]:
@@ -81,10 +82,11 @@ def reproduce_seed001(
     for name, spec in clusters:
         cluster = ClusterSpec.parse(spec)
         pol = policies_for(model_dir, cluster)
+        steps = truth_steps(truth_dir, cluster.devices)  # as long as the ground-truth runs
         if name == "seed":
-            inp8 = prepare(table8_jobs(), cluster, model_dir, truth_dir, pol)
+            inp8 = prepare(table8_jobs(steps), cluster, model_dir, truth_dir, pol)
             out["table9"] = table9_md(inp8)
-        jobs = seed_workload(128)
+        jobs = seed_workload(128, steps_per_epoch=steps)
         inp = prepare(jobs, cluster, model_dir, truth_dir, pol)
         rows = compare_policies(inp, available_policies(inp))
         md = comparison_md(inp, f"Table 4 workload ({name} cluster, Tables 10–16 layout)", rows,

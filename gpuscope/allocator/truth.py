@@ -3,8 +3,9 @@
 The simulator never runs a job for its *predicted* time: each placed job takes the execution
 time recorded for that job on that device, from the labels of a measured or emulated dataset
 (``datasets/<provenance>/<device>/labels.parquet``, design.md "Labels"). Queue jobs are matched
-to label rows by their JobSpec fields (model, dataset, optimizer, batch size, epochs, and
-steps per epoch when both sides set it). A run whose status is not ``ok`` (out of memory) means
+to label rows by their JobSpec fields (model, dataset, optimizer, batch size, epochs) and the
+number of steps per epoch actually run (so a full-length job never borrows the time of a
+shortened profiling run). A run whose status is not ``ok`` (out of memory) means
 the job does not fit that device: the oracle never places it there, and a policy that does
 sees the job fail after the recorded time to crash.
 """
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs import DATASETS, JobSpec
 
 TRUTH_COLUMNS: tuple[str, ...] = ("job_id", "device", "exec_time_s", "status", "provenance")
 _KEY5 = ("model", "dataset", "optimizer", "batch_size", "epochs")
@@ -38,13 +39,22 @@ def _int_str(s: pd.Series) -> pd.Series:
     return pd.Series(["-" if np.isnan(x) else str(int(x)) for x in v], index=s.index)
 
 
-def _key(df: pd.DataFrame, with_steps: bool) -> pd.Series:
+def _effective_steps(df: pd.DataFrame) -> pd.Series:
+    """Steps per epoch actually run: the override, else ceil(dataset size / batch size), as
+    ``JobSpec.steps`` computes it — so a job without an override matches a run with the same
+    number of steps written out, and never a shortened profiling run."""
+    spe = pd.to_numeric(df["steps_per_epoch"], errors="coerce") if "steps_per_epoch" in df \
+        else pd.Series(np.nan, index=df.index)
+    size = df["dataset"].astype(str).str.lower().map(
+        {k: v.train_size for k, v in DATASETS.items()}).astype(float)
+    full = np.ceil(size / pd.to_numeric(df["batch_size"]).astype(float))
+    return spe.where(spe.notna(), full)
+
+
+def _key(df: pd.DataFrame) -> pd.Series:
     parts = [df[c].astype(str).str.lower() if c in ("model", "dataset", "optimizer")
              else _int_str(df[c]) for c in _KEY5]
-    if with_steps:
-        spe = df["steps_per_epoch"] if "steps_per_epoch" in df \
-            else pd.Series(np.nan, index=df.index)
-        parts.append(_int_str(spe))
+    parts.append(_int_str(_effective_steps(df)))
     key = parts[0]
     for p in parts[1:]:
         key = key + "|" + p
@@ -62,23 +72,34 @@ def match_labels(jobs: Sequence[JobSpec], labels: pd.DataFrame, device: str) -> 
     lab = labels.copy()
     if "provenance" not in lab.columns:
         lab["provenance"] = "unknown"
-    # a job run twice: keep the last row (the ledger's latest run of that configuration)
-    out = []
-    matched: set[str] = set()
-    for with_steps in (True, False):  # exact match first, then ignoring steps per epoch
-        lk = _key(lab, with_steps)
-        qk = _key(q, with_steps)
-        dedup = lab.assign(_k=lk).drop_duplicates("_k", keep="last").set_index("_k")
-        hit = qk.isin(dedup.index) & ~q["job_id"].isin(matched)
-        rows = dedup.loc[qk[hit]]
-        matched |= set(q.loc[hit, "job_id"])
-        out.append(pd.DataFrame({
-            "job_id": q.loc[hit, "job_id"].to_numpy(), "device": device,
-            "exec_time_s": pd.to_numeric(rows["exec_time_s"]).to_numpy(dtype=float),
-            "status": rows["status"].astype(str).to_numpy(),
-            "provenance": rows["provenance"].astype(str).to_numpy(),
-        }))
-    return pd.concat(out, ignore_index=True)
+    # a configuration run twice: keep the last row (the ledger's latest run)
+    dedup = lab.assign(_k=_key(lab)).drop_duplicates("_k", keep="last").set_index("_k")
+    qk = _key(q)
+    hit = qk.isin(dedup.index).to_numpy()
+    rows = dedup.loc[qk[hit]]
+    return pd.DataFrame({
+        "job_id": q.loc[hit, "job_id"].to_numpy(), "device": device,
+        "exec_time_s": pd.to_numeric(rows["exec_time_s"]).to_numpy(dtype=float),
+        "status": rows["status"].astype(str).to_numpy(),
+        "provenance": rows["provenance"].astype(str).to_numpy(),
+    })
+
+
+def truth_steps(truth_dir: str | Path, devices: Sequence[str]) -> int | None:
+    """The steps per epoch of the ground-truth runs of seed 001's unseen (Table 4) jobs, when
+    every device's dataset used one value (emulated campaigns shorten epochs), else None."""
+    vals: set[float] = set()
+    for d in devices:
+        p = labels_path(truth_dir, d)
+        if p is None:
+            continue
+        lab = pd.read_parquet(p)
+        if "steps_per_epoch" not in lab.columns:
+            continue
+        if "split" in lab.columns and (lab["split"] == "unseen").any():
+            lab = lab[lab["split"] == "unseen"]
+        vals |= set(pd.to_numeric(lab["steps_per_epoch"]).dropna())
+    return int(vals.pop()) if len(vals) == 1 else None
 
 
 def load_truth(

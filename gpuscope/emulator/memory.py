@@ -76,20 +76,25 @@ class MemoryFootprint:
         return self.total_mb <= self.capacity_mb
 
 
-def footprint(
-    graph: OpGraph, optimizer: str, device: DeviceSpec, params: EmulatorParams,
-    act_bytes: float | None = None,
-) -> MemoryFootprint:
+def footprint(graph: OpGraph, optimizer: str, device: DeviceSpec,
+              params: EmulatorParams) -> MemoryFootprint:
     """Memory footprint of a training step of ``graph`` with ``optimizer`` on ``device``."""
-    pb = param_bytes(graph)
-    act = activation_bytes(graph) if act_bytes is None else act_bytes
+    return footprint_from_sizes(param_bytes(graph), activation_bytes(graph), optimizer, device,
+                                params)
+
+
+def footprint_from_sizes(
+    param_bytes: float, act_bytes: float, optimizer: str, device: DeviceSpec,
+    params: EmulatorParams,
+) -> MemoryFootprint:
+    """The footprint from parameter and activation bytes (see the module docstring)."""
     over = 1.0 + params.alloc_overhead
     return MemoryFootprint(
         context_mb=params.context_mb,
-        weights_mb=pb / MB,
-        grads_mb=pb * over / MB,
-        optimizer_mb=OPTIMIZER_COPIES.get(optimizer, 1) * pb / MB,
-        activations_mb=act * over / MB,
+        weights_mb=param_bytes / MB,
+        grads_mb=param_bytes * over / MB,
+        optimizer_mb=OPTIMIZER_COPIES.get(optimizer, 1) * param_bytes / MB,
+        activations_mb=act_bytes * over / MB,
         workspace_mb=params.workspace_mb,
         capacity_mb=device.mem_mb,
     )

@@ -75,6 +75,8 @@ class EmulatorParams:
         allreduce_latency_us: per ring step latency, microseconds.
         stall_rate_per_min: input-pipeline stalls (page cache misses, GC) per minute.
         stall_s: mean stall length, seconds.
+        iter_jitter: relative standard deviation of step lengths in traces.
+        max_trace_samples: longest trace; longer runs are sampled more coarsely.
     """
 
     class_eff: dict[str, float] = field(default_factory=_default_class_eff)
@@ -100,6 +102,8 @@ class EmulatorParams:
     allreduce_latency_us: float = 30.0
     stall_rate_per_min: float = 1.0
     stall_s: float = 1.0
+    iter_jitter: float = 0.05
+    max_trace_samples: float = 200_000
 
     def with_(self, **changes: Any) -> EmulatorParams:
         return replace(self, **changes)

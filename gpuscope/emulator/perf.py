@@ -31,7 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuscope.devices import DeviceSpec
-from gpuscope.emulator.memory import MemoryFootprint, activation_bytes, footprint, param_bytes
+from gpuscope.emulator.memory import (
+    MemoryFootprint,
+    activation_bytes,
+    footprint_from_sizes,
+    param_bytes,
+)
 from gpuscope.emulator.params import EmulatorParams, default_params
 from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
 from gpuscope.jobs import JobSpec
@@ -177,7 +182,7 @@ def estimate(
     """Emulate ``job`` on ``device`` from its training-step graph (see the module docstring)."""
     p = params or default_params()
     cost = graph if isinstance(graph, GraphCost) else GraphCost.from_graph(graph, job.batch_size)
-    mem = footprint(_meta_graph(cost), job.optimizer, device, p, act_bytes=cost.activation_bytes)
+    mem = footprint_from_sizes(cost.param_bytes, cost.activation_bytes, job.optimizer, device, p)
     speed = device.host_single_core
     t_gpu, t_fwd, t_mem = gpu_times(cost, device, p)
     t_h2d = job.batch_size * input_bytes_per_sample(job) / (device.pcie_gbs * 1e9 * p.h2d_eff)
@@ -216,7 +221,3 @@ def estimate(
         bottleneck=bottleneck, batch_size=job.batch_size,
     )
 
-
-def _meta_graph(cost: GraphCost) -> OpGraph:
-    # footprint() reads param_bytes from the graph's meta; a tiny carrier avoids a rescan.
-    return OpGraph(name="cost", meta={"param_bytes": cost.param_bytes})

@@ -21,7 +21,7 @@ from gpuscope import __version__
 from gpuscope.devices import DeviceSpec
 from gpuscope.emulator.params import EmulatorParams, default_params
 from gpuscope.emulator.perf import Estimate, GraphCost, estimate
-from gpuscope.emulator.traces import PERIOD_S, synth_trace
+from gpuscope.emulator.traces import PERIOD_S, effective_period, synth_trace
 from gpuscope.graphs.opgraph import OpGraph
 from gpuscope.jobs import JobSpec
 from gpuscope.profiling import Ledger, TraceMeta, write_trace
@@ -85,7 +85,8 @@ def emulate_device(
         for job in bar:
             est = estimate(job, costs.get(job), device, p)
             df, exec_s = synth_trace(est, job, device, p, seed=seed, period_s=period_s)
-            meta = run_meta(job, device, est, exec_s, seed, period_s)
+            period = effective_period(est, period_s, int(p.max_trace_samples))
+            meta = run_meta(job, device, est, exec_s, seed, period)
             trace = write_trace(out / "traces" / f"{job.key}.parquet", df, meta)
             ledger.record(meta, trace)
             counts[est.status] += 1

@@ -4,10 +4,10 @@ A run is a sequence of phases, each sampled every ``period_s`` (seed 001 §2.2: 
 
 * **start-up** (process start, CUDA context, cuDNN autotuning, weights upload): one host core
   busy, device memory ramping to context + weights, autotuning kernels as bursts at the end;
-* per epoch, **training**: within a sample window the GPU is busy ``t_gpu`` of every
-  ``t_iter`` seconds, so the sampled utilisation is the exact busy fraction of that window
-  (a slow host shows as low utilisation, or as on/off samples when an iteration is longer
-  than a sample); memory holds the whole footprint (caching allocator);
+* per epoch, **training**: the GPU is busy the first ``t_gpu/t_iter`` of every step (step
+  lengths jittered by ``iter_jitter``), so the sampled utilisation is the exact busy fraction
+  of each window (a slow host shows as low utilisation, or as on/off samples when a step is
+  longer than a sample); memory holds the whole footprint (caching allocator);
 * random **input-pipeline stalls** inside training (Poisson, exponential lengths): GPU idle,
   host busy;
 * **evaluation** (forward passes on a held-out slice) and a **checkpoint** write (GPU idle,
@@ -16,6 +16,9 @@ A run is a sequence of phases, each sampled every ``period_s`` (seed 001 §2.2: 
 
 An out-of-memory run stops after start-up, its memory at the device's capacity. Everything is
 vectorised numpy over the samples; the phase list (a few per epoch) is the only Python loop.
+The whole run is sampled; a run longer than ``max_trace_samples`` samples (default 200 000,
+~9 h at 6 Hz: a full-dataset run without steps_per_epoch) is sampled at a coarser period,
+recorded as the trace's ``sample_period_s``.
 """
 
 from __future__ import annotations
@@ -38,10 +41,12 @@ STARTUP, TRAIN, STALL, EVAL, CKPT, OOM_END = range(6)
 
 @dataclass(frozen=True)
 class Phases:
-    """Phase boundaries of a run: ``kind[i]`` lasts from ``start[i]`` to ``start[i+1]``."""
+    """Phase boundaries of a run: ``kind[i]`` lasts from ``start[i]`` to ``start[i+1]``;
+    ``offset[i]`` is a training piece's position in its epoch's training time."""
 
     start: np.ndarray
     kind: np.ndarray
+    offset: np.ndarray
     end_s: float
 
 
@@ -54,11 +59,12 @@ def phases(est: Estimate, job: JobSpec, params: EmulatorParams, rng: np.random.G
     """Lay out the run's phases (see the module docstring)."""
     starts: list[float] = [0.0]
     kinds: list[int] = [STARTUP]
+    offs: list[float] = [0.0]
     t = est.startup_s
     if est.status != "ok":
         starts.append(t)
         kinds.append(OOM_END)
-        return Phases(np.array(starts), np.array(kinds), t + 1.0)
+        return Phases(np.array(starts), np.array(kinds), np.zeros(2), t + 1.0)
     train_s = job.steps * est.iter_s
     rate = params.stall_rate_per_min / 60.0
     for _ in range(job.epochs):
@@ -67,31 +73,40 @@ def phases(est: Estimate, job: JobSpec, params: EmulatorParams, rng: np.random.G
         lens = rng.exponential(params.stall_s, n_stall)
         prev = 0.0
         for c, ln in zip(cuts, lens):  # training piece, then the stall that interrupts it
-            starts.append(t)
-            kinds.append(TRAIN)
-            t += float(c) - prev
-            starts.append(t)
-            kinds.append(STALL)
-            t += float(ln)
+            starts += [t, t + float(c) - prev]
+            kinds += [TRAIN, STALL]
+            offs += [prev, 0.0]
+            t += float(c) - prev + float(ln)
             prev = float(c)
-        starts.append(t)
-        kinds.append(TRAIN)
-        t += train_s - prev
-        starts.append(t)
-        kinds.append(EVAL)
-        t += est.eval_s
-        starts.append(t)
-        kinds.append(CKPT)
-        t += est.ckpt_s
-    return Phases(np.array(starts), np.array(kinds), t)
+        starts += [t, t + train_s - prev, t + train_s - prev + est.eval_s]
+        kinds += [TRAIN, EVAL, CKPT]
+        offs += [prev, 0.0, 0.0]
+        t += train_s - prev + est.eval_s + est.ckpt_s
+    return Phases(np.array(starts), np.array(kinds), np.array(offs), t)
 
 
-def _busy_fraction(tau: np.ndarray, dt: float, busy: float, period: float) -> np.ndarray:
-    """Busy fraction of windows [tau, tau+dt) of a periodic signal busy for the first ``busy``
-    seconds of every ``period`` seconds (exact, vectorised)."""
-    def cum(x: np.ndarray) -> np.ndarray:
-        return np.floor(x / period) * busy + np.minimum(np.mod(x, period), busy)
-    return (cum(tau + dt) - cum(tau)) / dt
+class IterTimeline:
+    """One epoch of training steps with jittered lengths (mean ``iter_s``, relative s.d.
+    ``jitter``): the GPU is busy for the first ``busy_s/iter_s`` of every step. ``busy(u)`` is
+    the GPU-busy seconds up to training time u; a window's utilisation is its difference."""
+
+    def __init__(self, steps: int, iter_s: float, busy_s: float, jitter: float,
+                 rng: np.random.Generator) -> None:
+        d = iter_s * np.clip(1.0 + jitter * rng.standard_normal(steps), 0.5, 1.5)
+        d *= steps * iter_s / d.sum()  # the epoch lasts exactly steps x iter_s
+        self.start = np.concatenate([[0.0], np.cumsum(d)])
+        self.busy_len = d * (busy_s / iter_s)
+        self.busy_cum = np.concatenate([[0.0], np.cumsum(self.busy_len)])
+
+    def busy(self, u: np.ndarray) -> np.ndarray:
+        k = np.clip(np.searchsorted(self.start, u, side="right") - 1, 0, self.busy_len.size - 1)
+        return self.busy_cum[k] + np.clip(u - self.start[k], 0.0, self.busy_len[k])
+
+
+def effective_period(est: Estimate, period_s: float, max_samples: int) -> float:
+    """The sampling period: ``period_s``, coarsened for runs longer than ``max_samples``
+    samples (a full-dataset run of days; profiling campaigns set steps_per_epoch instead)."""
+    return max(period_s, 1.05 * est.exec_time_s / max_samples)
 
 
 def synth_trace(
@@ -102,6 +117,7 @@ def synth_trace(
     emulated run and its execution time in seconds."""
     rng = run_rng(seed, device.name, job.key)
     ph = phases(est, job, params, rng)
+    period_s = effective_period(est, period_s, int(params.max_trace_samples))
     t = np.arange(0.0, ph.end_s, period_s)
     idx = np.searchsorted(ph.start, t, side="right") - 1
     kind = ph.kind[idx]
@@ -127,7 +143,9 @@ def synth_trace(
 
     tr = kind == TRAIN
     if tr.any():
-        g = _busy_fraction(tau[tr], period_s, est.t_gpu_s, est.iter_s)
+        tl = IterTimeline(job.steps, est.iter_s, min(est.t_gpu_s, est.iter_s), params.iter_jitter, rng)
+        u = ph.offset[idx[tr]] + tau[tr]
+        g = (tl.busy(u + period_s) - tl.busy(u)) / period_s
         gpu[tr] = 100.0 * g
         memu[tr] = 100.0 * g * (est.t_mem_s / max(est.t_gpu_s, 1e-12))
         cpu[tr] = 100.0 * est.cpu_util

@@ -11,6 +11,14 @@ Public API (seed 001 §3.1, §5.2; design.md "Graph encoding"):
 * ``catalog_summary(jobs)``: one row per graph (nodes, edges, parameters, GFLOPs, export time).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# ``encode`` is both a submodule and a function: bind the function eagerly so that importing
+# the submodule (``from gpuscope.graphs.encode import ...``) never shadows it. encode.py
+# imports torch lazily, so this stays cheap.
 from gpuscope.graphs.encode import (
     CONTEXT_DIM,
     CONTEXT_FEATURES,
@@ -19,13 +27,31 @@ from gpuscope.graphs.encode import (
     encode,
     group_nodes,
 )
-from gpuscope.graphs.export import catalog_summary, export_graph
-from gpuscope.graphs.io import read_graph, write_graph
-from gpuscope.graphs.jsonio import graph_from_dict, graph_to_dict
 from gpuscope.graphs.opgraph import OP_CLASSES, PHASES, OpGraph, OpNode
-from gpuscope.graphs.storage import GraphCache, load_encoded, save_encoded
-from gpuscope.graphs.tf_frontend import function_graph, keras_train_step_graph
-from gpuscope.graphs.vocab import OpVocabulary
+
+#: Public name -> defining module. Imported on first use (PEP 562), so ``gpuscope --help``
+#: (which imports ``gpuscope.graphs.cli``) does not load torch and torch_geometric.
+_LAZY: dict[str, str] = {
+    "catalog_summary": "export", "export_graph": "export",
+    "read_graph": "io", "write_graph": "io",
+    "graph_from_dict": "jsonio", "graph_to_dict": "jsonio",
+    "GraphCache": "storage", "load_encoded": "storage", "save_encoded": "storage",
+    "function_graph": "tf_frontend", "keras_train_step_graph": "tf_frontend",
+    "OpVocabulary": "vocab",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"gpuscope.graphs.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'gpuscope.graphs' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "CONTEXT_DIM",

@@ -22,11 +22,10 @@ communities, fixed seed) → adjacency between groups and per-group features.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
-import torch
-from torch_geometric.data import Data
 
 from gpuscope.errors import InputError
 from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
@@ -46,6 +45,10 @@ CONTEXT_FEATURES: tuple[str, ...] = (
     + tuple(f"optimizer_{o}" for o in OPTIMIZERS) + tuple(f"dataset_{d}" for d in DATASETS)
 )
 CONTEXT_DIM: int = len(CONTEXT_FEATURES)
+
+if TYPE_CHECKING:  # torch and torch_geometric load on first use (keeps `gpuscope --help` fast)
+    import torch
+    from torch_geometric.data import Data
 
 
 def largest_component(graph: OpGraph) -> list[int]:
@@ -124,6 +127,9 @@ def encode(graph: OpGraph, vocab: OpVocabulary, k: int = 100, features: str = "d
     ``x`` is float32 of shape ``(groups, F)`` (``FEATURES[features]``); ``edge_index`` int64
     ``(2, E)``. Same graph, vocabulary and seed → identical tensors.
     """
+    import torch
+    from torch_geometric.data import Data
+
     if features not in FEATURES:
         raise InputError(f"unknown feature mode {features!r}; expected one of {', '.join(FEATURES)}")
     groups = group_nodes(graph, k=k, seed=seed, grouping=grouping)
@@ -160,6 +166,8 @@ def context_vector(job: JobSpec) -> torch.Tensor:
     ``CONTEXT_FEATURES``: log2 batch size, epochs, log10 steps per epoch, log10 total steps,
     optimizer one-hot (``OPTIMIZERS``), dataset one-hot (``DATASETS``). For a batch of PyG
     graphs set ``data.u = context_vector(job)[None]`` (one row per graph)."""
+    import torch
+
     vals = [math.log2(job.batch_size), float(job.epochs), math.log10(job.steps),
             math.log10(job.total_steps)]
     vals += [1.0 if job.optimizer == o else 0.0 for o in OPTIMIZERS]

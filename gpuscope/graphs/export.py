@@ -72,6 +72,9 @@ def catalog_summary(jobs: Iterable[JobSpec], progress: bool = True) -> pd.DataFr
     from tqdm import tqdm
 
     jobs = list({j.graph_key: j for j in jobs}.values())
+    if any(j.graph is None and j.framework == "pytorch" for j in jobs):
+        import gpuscope.graphs.torch_frontend  # noqa: F401  (import time is not export time)
+        import gpuscope.workloads  # noqa: F401
     rows = []
     for job in tqdm(jobs, desc="export graphs", disable=not progress, unit="graph"):
         t0 = time.perf_counter()

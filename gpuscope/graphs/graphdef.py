@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 from typing import Any
 
 from gpuscope.graphs.opgraph import OP_CLASSES, PHASES, OpGraph, OpNode
@@ -137,12 +138,16 @@ def tf_op_class(op: str) -> str:
     return TF_OP_CLASS.get(op, "other")
 
 
+#: Name scopes of optimizer updates (Keras uniquifies them: adam, adam_1, ...).
+_OPTIMIZER_SCOPE = re.compile(
+    r"(^|/)(adam|adamw|sgd|rmsprop|adagrad|momentum|optimizer|apply_gradients)(_\d+)?(/|$)")
+
+
 def tf_phase(name: str, op: str) -> str:
     low = name.lower()
     if op in ("Placeholder", "IteratorGetNext") and "/" not in name:
         return "data"
-    if TF_OP_CLASS.get(op) == "optimizer" or any(
-            k in low for k in ("optimizer", "/adam", "adam/", "sgd/", "/sgd", "apply_gradients")):
+    if TF_OP_CLASS.get(op) == "optimizer" or _OPTIMIZER_SCOPE.search(low):
         return "optimizer"
     if low.startswith(("gradient_tape/", "gradients/")) or "/gradient_tape/" in low:
         return "backward"

@@ -58,7 +58,7 @@ def graph_from_dict(d: Any, source: str = "graph") -> OpGraph:
                 raise InputError(f"{source}: node {i} is missing key {key!r}")
         try:
             node = OpNode.from_dict(nd)
-            if "numel" not in nd and node.shape:
+            if "numel" not in nd and node.shape and min(node.shape) >= 0:
                 node.numel = int(math.prod(node.shape))
         except (TypeError, ValueError) as e:
             raise InputError(f"{source}: node {i} has a bad field: {e}") from None

@@ -23,7 +23,7 @@ _WHERE: dict[str, str] = {
     "PredictorBundle": "checkpoint", "load_checkpoint": "checkpoint",
     "save_checkpoint": "checkpoint",
     "PredictorData": "data", "load_dataset": "data",
-    "evaluate": "evaluate",
+    "evaluate": "evaluation",
     "DriplePredictorNet": "model", "ModelConfig": "model",
     "fit_multidevice": "multidevice", "leave_one_device_out": "multidevice",
     "Predictor": "predict", "load_predictor": "predict",

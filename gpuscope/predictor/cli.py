@@ -91,7 +91,7 @@ def _train(a: argparse.Namespace) -> int:
 def _evaluate(a: argparse.Namespace) -> int:
     from gpuscope.predictor.checkpoint import load_checkpoint
     from gpuscope.predictor.data import load_dataset
-    from gpuscope.predictor.evaluate import evaluate
+    from gpuscope.predictor.evaluation import evaluate
     from gpuscope.predictor.metrics import format_table
 
     bundle = load_checkpoint(a.model)

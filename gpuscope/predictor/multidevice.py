@@ -23,7 +23,7 @@ from torch_geometric.data import Data
 
 from gpuscope.errors import InputError
 from gpuscope.predictor.data import PredictorData
-from gpuscope.predictor.evaluate import bundle_predict
+from gpuscope.predictor.evaluation import bundle_predict
 from gpuscope.predictor.metrics import score
 from gpuscope.predictor.splits import make_splits
 from gpuscope.predictor.train import FitResult, TrainConfig, fit_predictor

@@ -29,14 +29,17 @@ from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
 from gpuscope.predictor.batching import scale_graph
 from gpuscope.predictor.checkpoint import PredictorBundle, load_checkpoint
+from gpuscope.predictor.threads import torch_threads
 
 
 class Predictor:
     """A trained predictor for one device (or a multi-device model and a chosen device)."""
 
     def __init__(self, bundle: PredictorBundle, graphs: dict[str, Data] | str | Path | None = None,
-                 cache_dir: str | Path | None = None, device: str | None = None) -> None:
+                 cache_dir: str | Path | None = None, device: str | None = None,
+                 threads: int | None = 1) -> None:
         self.bundle = bundle
+        self.threads = threads
         self.graphs: dict[str, Data] = {}
         if graphs is not None:
             self.add_graphs(graphs)
@@ -104,6 +107,10 @@ class Predictor:
 
     def predict_arrays(self, jobs: Sequence[JobSpec]) -> tuple[np.ndarray, np.ndarray]:
         """(targets [n × T] in label units, oom_prob [n]) for ``jobs`` in one batched pass."""
+        with torch_threads(self.threads):
+            return self._predict_arrays(jobs)
+
+    def _predict_arrays(self, jobs: Sequence[JobSpec]) -> tuple[np.ndarray, np.ndarray]:
         if not jobs:
             return np.zeros((0, len(self.targets))), np.zeros(0)
         from gpuscope.graphs import context_vector

@@ -32,6 +32,7 @@ from gpuscope.predictor.losses import masked_bce, masked_mse
 from gpuscope.predictor.model import DriplePredictorNet, ModelConfig
 from gpuscope.predictor.scaling import MinMaxLabels, Standardizer
 from gpuscope.predictor.splits import make_splits, subsample
+from gpuscope.predictor.threads import torch_threads
 from gpuscope.resources import TARGET_SETS
 
 FINETUNE_MODES: tuple[str, ...] = ("all", "head")
@@ -58,6 +59,7 @@ class TrainConfig:
     fraction: float = 1.0
     finetune: str = "all"
     progress: bool = True
+    threads: int | None = 1
 
     def target_names(self) -> tuple[str, ...]:
         if self.targets not in TARGET_SETS:
@@ -92,7 +94,7 @@ def _epoch_loss(net: DriplePredictorNet, inp: NetInputs, rows: np.ndarray, y: to
             mask = ~torch.isnan(t)
             se += float(((pred - torch.nan_to_num(t)) ** 2)[mask].sum())
             n += int(mask.sum())
-    return se / max(n, 1)
+    return se / n if n else float("nan")
 
 
 def _check_transfer(src: PredictorBundle, cfg: ModelConfig, targets: tuple[str, ...]) -> None:
@@ -113,6 +115,13 @@ def fit_predictor(data: PredictorData, config: TrainConfig | None = None,
     """Train a predictor on ``data`` (see the module docstring). ``device_vectors`` [n × D]
     makes it a multi-device model; ``splits`` overrides the configured split."""
     cfg = config or TrainConfig()
+    with torch_threads(cfg.threads):
+        return _fit(data, cfg, init_from, device_vectors, splits)
+
+
+def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | None,
+         device_vectors: torch.Tensor | None, splits: dict[str, np.ndarray] | None
+         ) -> FitResult:
     targets = cfg.target_names()
     if cfg.finetune not in FINETUNE_MODES:
         raise InputError(f"unknown --finetune {cfg.finetune!r}; expected all or head")
@@ -183,6 +192,8 @@ def fit_predictor(data: PredictorData, config: TrainConfig | None = None,
                 opt.step()
                 tot, nb = tot + float(loss.detach()), nb + 1
             val = _epoch_loss(net, inp, val_rows, y, cfg.batch_size)
+            if np.isnan(val):  # no observed label among the validation rows
+                val = _epoch_loss(net, inp, train_rows, y, cfg.batch_size)
             history.append({"epoch": epoch + 1, "train_loss": tot / max(nb, 1), "val_mse": val})
             bar.set_postfix(train=f"{tot / max(nb, 1):.4f}", val=f"{val:.4f}")
             if val < best - 1e-7:

@@ -91,12 +91,13 @@ def construct(
     orders = np.tile(base, (n_it, 1))
     if n_it > 1 and k > 1:  # randomized swaps, probability inversely proportional to ω_j
         p_swap = swap_prob * np.min(w[w > 0], initial=1.0) / np.maximum(w, 1e-12)
-        u = rng.random((n_it - 1, k - 1))
-        for pos in range(k - 1):
-            a, b = orders[1:, pos], orders[1:, pos + 1]
-            s = u[:, pos] < p_swap[a]
-            orders[1:, pos] = np.where(s, b, a)
-            orders[1:, pos + 1] = np.where(s, a, b)
+        sub = orders[1:]
+        for first in (0, 1):  # adjacent pairs (0,1),(2,3),… then (1,2),(3,4),…
+            a = np.arange(first, k - 1, 2)
+            s = rng.random((n_it - 1, len(a))) < p_swap[sub[:, a]]
+            left, right = sub[:, a].copy(), sub[:, a + 1].copy()
+            sub[:, a] = np.where(s, right, left)
+            sub[:, a + 1] = np.where(s, left, right)
 
     fixed = p.fixed
     V = len(p.vm_G)
@@ -129,7 +130,10 @@ def construct(
     # configuration choices do not depend on the node state: draw them all at once
     if n_it > 1:
         uc = rng.random((n_it, k))
-        c_all = order_c[orders, np.minimum((cdf[orders] < uc[..., None]).sum(axis=2), kc - 1)]
+        idx = np.zeros((n_it, k), dtype=np.int64)
+        for q in range(kc - 1):  # inverse CDF over the few candidates
+            idx += uc > cdf[orders, q]
+        c_all = order_c[orders, idx]
         c_all[0] = best[orders[0]]
         u_fit = rng.random((n_it, k))
     else:

@@ -131,7 +131,7 @@ def simulate(p: Problem, method: object, progress: bool = False, check: bool = T
         gpu_cost = np.zeros(len(q))
         gpu_cost[li] = share
         tard = np.where(finished[q] & run, np.maximum(0.0, completion[q] - p.due[q]), 0.0)
-        logs.append(pd.DataFrame({
+        logs.append(({
             "n_iterate": it, "sim_time": t, "_j": q,
             "SelectedTime": np.where(run, R[np.arange(len(q)), ci], np.nan),
             "ExecutionTime": np.where(run, dt, 0.0), "CompletionPercent": 100.0 * done[q],
@@ -139,7 +139,7 @@ def simulate(p: Problem, method: object, progress: bool = False, check: bool = T
             "_node": np.where(run, node, -1), "_vm": np.where(run, p.conf_vm[ci], -1),
             "n_assigned_GPUs": np.where(run, p.conf_g[ci], 0), "Tardiness": tard,
             "GPUcost": gpu_cost, "TardinessCost": tard * p.weight[q],
-        }))
+        }, len(q)))
         slots.append((it, t, t_next, int((used > 0).sum()), int(used.sum()), len(li),
                       len(q) - len(li), float(node_cost.sum())))
         t, it = t_next, it + 1
@@ -160,7 +160,9 @@ def _check(p: Problem, node: np.ndarray, conf: np.ndarray, R: np.ndarray) -> Non
 
 
 def _result(p, logs, slots, solve, completion, start, exec_cost, n_pre, n_mig, method) -> SimResult:
-    log = pd.concat(logs, ignore_index=True)
+    # one DataFrame at the end (per-step DataFrames cost more than the schedulers)
+    log = pd.DataFrame({c: np.concatenate([np.broadcast_to(d[c], (n,)) for d, n in logs])
+                        for c in logs[0][0]})
     j = log.pop("_j").to_numpy()
     nd, vm = log.pop("_node").to_numpy(), log.pop("_vm").to_numpy()
     names = np.asarray(p.node_names, dtype=object)

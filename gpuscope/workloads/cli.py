@@ -1,4 +1,5 @@
-"""``gpuscope workloads list``: the model catalog with parameter counts per dataset."""
+"""``gpuscope workloads list`` (the catalog with parameter counts per dataset) and
+``gpuscope workloads pipeline`` (single-core cost of the CPU input pipeline per sample)."""
 
 from __future__ import annotations
 
@@ -44,12 +45,52 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def pipeline_ms_per_sample(dataset: str, target: str, samples: int, seed: int = 0) -> float:
+    """Single-core cost of the CPU input pipeline (decode, augment, normalise) per sample."""
+    import time
+
+    import torch
+
+    from gpuscope.workloads.data import PipelineSpec, SyntheticImageDataset
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one worker's worth of work, as in the DataLoader
+    try:
+        ds = SyntheticImageDataset(PipelineSpec(dataset, target), seed=seed)
+        ds[0]  # warm-up
+        t0 = time.perf_counter()
+        for i in range(1, samples + 1):
+            ds[i]
+        return (time.perf_counter() - t0) / samples * 1000.0
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _pipeline(args: argparse.Namespace) -> int:
+    from gpuscope.errors import InputError
+    from gpuscope.jobs import DATASETS
+
+    if args.samples <= 0:
+        raise InputError(f"--samples must be > 0, got {args.samples}")
+    names = list(DATASETS) if args.dataset == "all" else [args.dataset]
+    print(f"{'dataset':<9} {'ms/sample (1 core)':>19} {'samples/s/core':>15}")
+    for name in names:
+        target = "gan" if name == "mnist" else "classifier"
+        ms = pipeline_ms_per_sample(name, target, args.samples)
+        print(f"{name:<9} {ms:>19.2f} {1000.0 / ms:>15.0f}")
+    return 0
+
+
 def register(subparsers: Any) -> None:
-    """Add ``gpuscope workloads list``."""
+    """Add ``gpuscope workloads list`` and ``gpuscope workloads pipeline``."""
     p = subparsers.add_parser("workloads", help="the PyTorch workload catalog")
     sub = p.add_subparsers(dest="workloads_command", metavar="ACTION",
                            parser_class=type(p))
     ls = sub.add_parser("list", help="list catalog models, datasets and parameter counts")
     ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ls.set_defaults(func=_list)
+    pl = sub.add_parser("pipeline", help="time the CPU input pipeline per sample (one core)")
+    pl.add_argument("--dataset", choices=("all", "imagenet", "cifar10", "mnist"), default="all")
+    pl.add_argument("--samples", type=int, default=50, help="samples to time per dataset")
+    pl.set_defaults(func=_pipeline)
     p.set_defaults(func=lambda a: (p.print_help(), 0)[1])

@@ -35,7 +35,7 @@ EXIT_INPUT = 2
 EXIT_OOM = 3
 
 _OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory",
-                "bad_alloc", "failed to allocate")
+                "bad_alloc", "failed to allocate", "alloc_failed")  # last: cuBLAS/cuDNN
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -172,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError("--device cuda asked for, but CUDA is not available")
         device = torch.device("cuda" if want in ("auto", "cuda") and torch.cuda.is_available()
                               else "cpu")
+        if args.memory_limit_mb is not None and device.type == "cuda":
+            # CUDA reserves large virtual address ranges; an address-space cap breaks its init.
+            raise InputError("--memory-limit-mb applies to CPU runs; add --device cpu")
     except InputError as e:
         return finish("error", EXIT_INPUT, str(e))
     result["job"] = job.key

@@ -19,6 +19,7 @@ from gpuscope.predictor.checkpoint import PredictorBundle
 from gpuscope.predictor.data import PredictorData
 from gpuscope.predictor.metrics import evaluation_table, score
 from gpuscope.predictor.splits import make_splits, subsample
+from gpuscope.predictor.threads import torch_threads
 
 SPLIT_ORDER: tuple[str, ...] = ("train", "val", "test", "all", "unseen")
 
@@ -29,7 +30,8 @@ def bundle_predict(bundle: PredictorBundle, data: PredictorData,
     keys = data.labels["graph_key"].astype(str).tolist()
     inp = build_inputs(keys, data.graphs, data.contexts, bundle.features, bundle.contexts,
                        device_vectors, bundle.devices)
-    pred, _ = predict_inputs(bundle.net, inp)
+    with torch_threads(1):
+        pred, _ = predict_inputs(bundle.net, inp)
     return np.clip(bundle.labels.inverse(pred.double().numpy()), 0.0, None)
 
 
