@@ -6,7 +6,7 @@
    prediction step is synthetic and the line says so.
 2. Simulate 100,000 placed jobs (16 types x 4 GPUs, Poisson arrivals, FIFO and SJF): <= 5 s.
 
-    .venv/bin/python benchmarks/allocator_speed.py
+    .venv/bin/python benchmarks/allocator_speed.py [--model-dir datasets/checkpoints]
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ def queue(n: int, seed: int = 0):
     return [base[i].with_(job_id=f"q{k:05d}", arrival_s=float(k)) for k, i in enumerate(pick)]
 
 
-def bench_allocate(n_jobs: int = 10_000, n_types: int = 16) -> None:
+def bench_allocate(n_jobs: int = 10_000, n_types: int = 16, model_dir: Path = CKPT) -> None:
     jobs = queue(n_jobs)
     devices = tuple(f"dev{i:02d}" for i in range(n_types))
     cluster = ClusterSpec(devices, tuple([2] * n_types))
-    ckpts = sorted(p for p in CKPT.glob("*.pt") if not p.stem.endswith("-driple"))
+    ckpts = sorted(p for p in model_dir.glob("*.pt") if not p.stem.endswith("-driple"))
     ids = [j.job_id for j in jobs]
     if ckpts:
         import pandas as pd
@@ -82,5 +82,10 @@ def bench_simulate(n_jobs: int = 100_000, n_types: int = 16, gpus: int = 4) -> N
 
 
 if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="allocator speed vs the issue 6 targets")
+    ap.add_argument("--model-dir", type=Path, default=CKPT)
+    a = ap.parse_args()
     bench_simulate()
-    bench_allocate()
+    bench_allocate(model_dir=a.model_dir)

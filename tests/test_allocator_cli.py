@@ -29,7 +29,7 @@ def fake_predictor(tmp_path, monkeypatch):
     for d in (*DEVS, "v100", "a100"):
         (mdir / f"{d}.pt").write_bytes(b"x")
 
-    def fake(jobs, devices, model_dir, driple=False):
+    def fake(jobs, devices, model_dir, driple=False, datasets=None):
         return synthetic_tables(jobs, devices, seed=1)[0]
 
     monkeypatch.setattr("gpuscope.allocator.pipeline.predict_queue", fake)

@@ -57,6 +57,14 @@ def check_devices(cluster: ClusterSpec) -> None:
         get_device(d)
 
 
+def _graph_source(truth_dir: str | Path | None) -> Path | None:
+    """Encoded graphs ship with the datasets: reuse them (same vocabulary only)."""
+    if truth_dir is None:
+        return None
+    d = Path(truth_dir)
+    return d if d.name in ("emulated", "measured") else d / "emulated"
+
+
 def prepare(
     jobs: Sequence[JobSpec],
     cluster: ClusterSpec,
@@ -77,6 +85,8 @@ def prepare(
     truth: pd.DataFrame | None = None
     if truth_dir is not None:
         truth = load_truth(jobs, cluster.devices, truth_dir)
-    pred = predict_queue(jobs, cluster.devices, model_dir) if need_pred else None
-    driple = predict_queue(jobs, cluster.devices, model_dir, driple=True) if need_driple else None
+    ds = _graph_source(truth_dir)
+    pred = predict_queue(jobs, cluster.devices, model_dir, datasets=ds) if need_pred else None
+    driple = (predict_queue(jobs, cluster.devices, model_dir, driple=True, datasets=ds)
+              if need_driple else None)
     return build_inputs(jobs, cluster, pred, driple, truth)

@@ -43,7 +43,7 @@ from gpuscope.errors import InputError
 from gpuscope.resources import RESOURCES
 
 POLICIES: tuple[str, ...] = (
-    "exec-time", "comp-eff", "driple", "oracle", "random", "round-robin", "ect", "oracle-ect",
+    "oracle", "exec-time", "comp-eff", "driple", "random", "round-robin", "ect", "oracle-ect",
 )
 
 

@@ -9,8 +9,10 @@ distinct graphs, never N×M graph exports.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -32,16 +34,33 @@ def check_checkpoints(model_dir: str | Path, devices: Sequence[str], driple: boo
             raise InputError(f"missing checkpoint {p} (no predictor for device {d})")
 
 
+def _same_vocab(predictor: Any, dataset: Path) -> bool:
+    try:
+        mine = json.loads(predictor.bundle.vocab_json)
+        return mine == json.loads((dataset / "vocab.json").read_text())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def predict_queue(
-    jobs: Sequence[JobSpec], devices: Sequence[str], model_dir: str | Path, driple: bool = False
+    jobs: Sequence[JobSpec], devices: Sequence[str], model_dir: str | Path, driple: bool = False,
+    datasets: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Predictions of ``jobs`` on every device: ``job_id, device, <targets>, oom_prob``."""
+    """Predictions of ``jobs`` on every device: ``job_id, device, <targets>, oom_prob``.
+
+    ``datasets`` (e.g. ``datasets/emulated``): where ``<device>/graphs.parquet`` holds encoded
+    graphs; they are reused instead of exporting and encoding the jobs' graphs again, but only
+    when the dataset's op vocabulary is the checkpoint's (the encoding depends on it).
+    """
     check_checkpoints(model_dir, devices, driple)
     from gpuscope.predictor import load_predictor  # torch: import lazily
 
     frames = []
     for d in devices:
         predictor = load_predictor(checkpoint_path(model_dir, d, driple))
+        ds = Path(datasets) / d if datasets is not None else None
+        if ds is not None and (ds / "graphs.parquet").is_file() and _same_vocab(predictor, ds):
+            predictor.add_graphs(ds)
         df = predictor.predict(list(jobs)).copy()
         df["device"] = d  # the checkpoint's device name may be spelled differently
         frames.append(df)
