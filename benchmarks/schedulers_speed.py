@@ -28,12 +28,48 @@ def timed(fn):
     return out, time.perf_counter() - w, time.process_time() - c
 
 
+def scaling(source: str) -> None:
+    """Median CPU time of one step vs. jobs in the system (N = 100, high-rate instance)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes, rows = [50, 150, 250, 350, 450], []
+    for k in sizes:
+        p = generate(source, 100, seed=0, arrivals="high", n_jobs=k)
+        st = StepState(t=float(p.submit.max()), jobs=np.arange(k), R=p.T.copy(),
+                       cur_node=np.full(k, -1), cur_conf=np.full(k, -1))
+        for name in ("greedy", "rg", "pr"):
+            m = make_method(name, seed=1)
+            cs = [timed(lambda m=m, p=p, st=st: m.step(p, st))[2] for _ in range(3)]
+            rows.append((k, name, float(np.median(cs))))
+    print("jobs  " + "  ".join(f"{n:>8s}" for n in ("greedy", "rg", "pr")) + "   (median CPU s, N = 100)")
+    for k in sizes:
+        print(f"{k:4d}  " + "  ".join(f"{c:8.4f}" for kk, _, c in rows if kk == k))
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    for name in ("greedy", "rg", "pr"):
+        ax.plot(sizes, [c for kk, n, c in rows if n == name], marker="o", label=name)
+    ax.axhline(0.1, ls=":", c="gray")
+    ax.axhline(1.0, ls="--", c="gray")
+    ax.set(xlabel="jobs in the system", ylabel="CPU s per rescheduling step", yscale="log",
+           title=f"one step, N = 100 ({source}, emulated)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig("docs/figures/schedulers_step_time.png", dpi=120)
+    print("figure: docs/figures/schedulers_step_time.png")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--skip-sim", action="store_true")
     ap.add_argument("--source", default="alexnet")
+    ap.add_argument("--scaling", action="store_true",
+                    help="also time one step for 50..450 jobs on N = 100 and plot it")
     args = ap.parse_args()
+    if args.scaling:
+        scaling(args.source)
 
     p = generate(args.source, 100, seed=0, arrivals="high", n_jobs=450)
     k = p.n_jobs

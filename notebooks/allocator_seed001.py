@@ -2,11 +2,12 @@
 # # Seed 001 allocation experiments (Tables 8–20), reproduced
 #
 # Runs top to bottom: `.venv/bin/python notebooks/allocator_seed001.py`.
-# Needs the bundled checkpoints (`datasets/checkpoints/<device>.pt`, `<device>-driple.pt`) and
+# Needs the bundled checkpoints (or `GPUSCOPE_MODEL_DIR=...`) (`datasets/checkpoints/<device>.pt`, `<device>-driple.pt`) and
 # the emulated ground truth (`datasets/emulated/<device>/labels.parquet`). Every table states
 # whether its ground truth is measured or emulated.
 
 # %%
+import os
 from pathlib import Path
 
 from gpuscope.allocator.cluster import ClusterSpec
@@ -28,7 +29,7 @@ from gpuscope.allocator.reproduce import (
 from gpuscope.allocator.truth import truth_steps
 
 ROOT = Path(__file__).resolve().parents[1] if "__file__" in globals() else Path.cwd()
-MODELS = ROOT / "datasets" / "checkpoints"
+MODELS = Path(os.environ.get("GPUSCOPE_MODEL_DIR", ROOT / "datasets" / "checkpoints"))
 TRUTH = ROOT / "datasets" / "emulated"
 cluster = ClusterSpec.parse(SEED_CLUSTER)
 policies = policies_for(MODELS, cluster)

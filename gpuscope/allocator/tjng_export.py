@@ -102,7 +102,8 @@ def build_tjng(
             t = scaler(job, r.device, g, float(r.exec_time_s))
             if np.isfinite(t) and t > 0:
                 src = r.source if g == 1 else f"{r.source}+emulator-scaled"
-                rows.append((r.job_id, r.device, g, t, g * float(price_per_h[r.device]), src))
+                price = round(g * float(price_per_h[r.device]), 6)  # no 12.299999999999999
+                rows.append((r.job_id, r.device, g, t, price, src))
     df = pd.DataFrame(rows, columns=["job_id", "node_type", "n_gpus", "exec_time_s",
                                      "cost_per_h", "source"])
     dropped = [j.job_id for j in jobs if j.job_id not in set(df["job_id"])]

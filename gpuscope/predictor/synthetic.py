@@ -29,7 +29,7 @@ from gpuscope.resources import TARGETS
 
 
 def _graph(rng: np.random.Generator, max_nodes: int) -> Data:
-    n = int(rng.integers(20, max_nodes + 1))
+    n = int(rng.integers(min(20, max_nodes), max_nodes + 1))
     scale = 10 ** rng.uniform(4, 7)
     x = np.stack([rng.lognormal(0, 1, n) * scale, rng.integers(1, 20, n),
                   rng.uniform(0, 0.2, n)], axis=1)
