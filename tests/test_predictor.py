@@ -205,8 +205,8 @@ def test_more_epochs_predict_a_longer_run_after_training() -> None:
     ctx20 = torch.stack([context_vector(job_from_row(lab.iloc[r]).with_(epochs=20))
                          for r in jobs10])
     keys = lab["graph_key"].iloc[jobs10].tolist()
-    i10 = build_inputs(keys, d.graphs, ctx[jobs10], b.features, b.contexts)
-    i20 = build_inputs(keys, d.graphs, ctx20, b.features, b.contexts)
+    i10 = build_inputs(keys, d.graphs, ctx[jobs10], b.features, b.contexts, gstats=b.gstats)
+    i20 = build_inputs(keys, d.graphs, ctx20, b.features, b.contexts, gstats=b.gstats)
     p10, _ = predict_inputs(b.net, i10)
     p20, _ = predict_inputs(b.net, i20)
     e = b.targets.index("exec_time_s")
@@ -214,3 +214,10 @@ def test_more_epochs_predict_a_longer_run_after_training() -> None:
     t20 = b.labels.inverse(p20.double().numpy())[:, e]
     ratio = np.median(t20 / t10)
     assert 1.4 < ratio < 2.8  # the generating function doubles exec time (+5 s)
+
+
+def test_graph_statistics_are_log_totals() -> None:
+    from gpuscope.predictor.batching import graph_stats
+
+    g = Data(x=torch.tensor([[1.0, 2.0], [3.0, 4.0]]), edge_index=torch.zeros(2, 0, dtype=torch.long))
+    assert torch.allclose(graph_stats(g), torch.log1p(torch.tensor([4.0, 6.0, 2.0])).double())

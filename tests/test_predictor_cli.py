@@ -40,7 +40,8 @@ def test_dataset_folder_loads_with_contexts(dataset_dir) -> None:
 
 def test_train_evaluate_predict(tmp_path, dataset_dir, capsys) -> None:
     model = tmp_path / "m.pt"
-    assert main(["train", "--dataset", str(dataset_dir), "-o", str(model), *TRAIN]) == 0
+    assert main(["train", "--dataset", str(dataset_dir), "-o", str(model), *TRAIN,
+                 "--graph-stats"]) == 0
     assert "best val MSE" in capsys.readouterr().out
     assert main(["evaluate", "--dataset", str(dataset_dir), "--model", str(model),
                  "--baseline", "gbt"]) == 0

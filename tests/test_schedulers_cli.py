@@ -94,3 +94,12 @@ def test_exponential_arrivals_mean() -> None:
     hi = arrival_times("high", 5000, 50, np.array([1000.0]), 8, np.random.default_rng(0))
     lo = arrival_times("low", 5000, 50, np.array([1000.0]), 8, np.random.default_rng(0))
     assert np.diff(lo).mean() == pytest.approx(4 * np.diff(hi).mean(), rel=0.1)  # low = high / 4
+
+
+def test_generate_from_any_tjng_dataframe() -> None:
+    t = pd.DataFrame({"job_id": ["a", "a", "b"], "node_type": ["T4", "T4", "T4"], "n_gpus": [1, 2, 1],
+                      "exec_time_s": [4000.0, 2500.0, 9000.0], "cost_per_h": [0.35, 0.7, 0.35],
+                      "source": "predicted:test"})
+    p = generate(t, 2, seed=0, n_jobs=5)
+    assert p.n_jobs == 5 and set(p.vm_names) == {"T4x1", "T4x2"}
+    assert set(np.unique(np.round(p.T[np.isfinite(p.T)]))) <= {4000.0, 2500.0, 9000.0}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from sklearn.ensemble import HistGradientBoostingRegressor
+from threadpoolctl import threadpool_limits
 from torch_geometric.data import Data
 
 from gpuscope.predictor.data import PredictorData
@@ -68,6 +69,11 @@ class GBTBaseline:
         self.random_state = random_state
 
     def fit(self, X: np.ndarray, Y: np.ndarray) -> GBTBaseline:
+        # one OpenMP thread: on a shared 2-core machine more threads wait on each other
+        with threadpool_limits(1):
+            return self._fit(X, Y)
+
+    def _fit(self, X: np.ndarray, Y: np.ndarray) -> GBTBaseline:
         self.labels_ = MinMaxLabels(tuple(self.targets),
                                     tuple(t in self.log_targets for t in self.targets)).fit(Y)
         Z = self.labels_.transform(Y)
@@ -86,6 +92,7 @@ class GBTBaseline:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Predictions in label units, negatives clipped to 0 (as the GNN's)."""
-        Z = np.column_stack([m.predict(X) if not isinstance(m, float) else np.full(len(X), m)
-                             for m in self.models_])
+        with threadpool_limits(1):
+            Z = np.column_stack([m.predict(X) if not isinstance(m, float)
+                                 else np.full(len(X), m) for m in self.models_])
         return np.clip(self.labels_.inverse(Z), 0.0, None)

@@ -29,6 +29,10 @@ class NetInputs:
     graph_index: Tensor
     context: Tensor
     device: Tensor | None = None
+    gstats: Tensor | None = None
+
+    def row_gstats(self, rows: Tensor) -> Tensor | None:
+        return self.gstats[self.graph_index[rows]] if self.gstats is not None else None
 
     def __len__(self) -> int:
         return int(self.graph_index.shape[0])
@@ -39,10 +43,19 @@ def scale_graph(g: Data, features: Standardizer) -> Data:
                 num_nodes=int(g.x.shape[0]))
 
 
+def graph_stats(g: Data) -> Tensor:
+    """Whole-graph statistics g of one raw encoded graph: log1p Σ_nodes x_f per feature
+    column f, and log1p of the node count."""
+    x = g.x.double().clamp(min=0)
+    return torch.cat([torch.log1p(x.sum(0)), torch.log1p(torch.tensor([float(x.shape[0])],
+                                                                        dtype=torch.float64))])
+
+
 def build_inputs(graph_keys: list[str], graphs: dict[str, Data], context: Tensor,
                  features: Standardizer, contexts: Standardizer,
                  device: Tensor | None = None, devices: Standardizer | None = None,
-                 scaled_cache: dict[str, Data] | None = None) -> NetInputs:
+                 scaled_cache: dict[str, Data] | None = None,
+                 gstats: Standardizer | None = None) -> NetInputs:
     """Scale the graphs of ``graph_keys`` (rows) once each and the rows' context vectors."""
     keys = sorted(set(graph_keys))
     pos = {k: i for i, k in enumerate(keys)}
@@ -59,7 +72,10 @@ def build_inputs(graph_keys: list[str], graphs: dict[str, Data], context: Tensor
     dev = None
     if device is not None:
         dev = devices.transform(device) if devices is not None else device.float()
-    return NetInputs(scaled, keys, gi, contexts.transform(context), dev)
+    gs = None
+    if gstats is not None:
+        gs = gstats.transform(torch.stack([graph_stats(graphs[k]) for k in keys]))
+    return NetInputs(scaled, keys, gi, contexts.transform(context), dev, gs)
 
 
 def iter_batches(inp: NetInputs, rows: np.ndarray, batch_size: int, shuffle: bool,
@@ -108,7 +124,7 @@ def forward_rows(model: DriplePredictorNet, inp: NetInputs, rows: np.ndarray, ba
     r = torch.as_tensor(rows)
     dev = inp.device[r] if inp.device is not None else None
     return model(batch.x, batch.edge_index, batch.batch, batch.num_graphs, local,
-                 inp.context[r], dev)
+                 inp.context[r], dev, inp.row_gstats(r))
 
 
 @torch.no_grad()
@@ -131,4 +147,4 @@ def predict_inputs(model: DriplePredictorNet, inp: NetInputs, rows: np.ndarray |
         readouts.append(model.embed(b.x, b.edge_index, b.batch, b.num_graphs))
     ro = torch.cat(readouts) if readouts else torch.zeros((0, 2 * model.config.hidden))
     dev = inp.device[r] if inp.device is not None else None
-    return model.head_forward(ro[local], inp.context[r], dev)
+    return model.head_forward(ro[local], inp.context[r], dev, inp.row_gstats(r))

@@ -6,7 +6,7 @@
 ``format`` ("gpuscope-predictor"), ``format_version``, ``gpuscope_version``, ``state_dict``
 (weights, float32 or float16 — ``dtype`` says which; loaded back as float32), ``config``
 (ModelConfig), ``targets`` and ``target_set``, ``labels`` (min-max normalisation),
-``features``/``contexts``/``devices`` (input standardisers), ``vocab`` (op vocabulary JSON),
+``features``/``contexts``/``devices``/``gstats`` (input standardisers), ``vocab`` (op vocabulary JSON),
 ``device``, ``provenance``, ``dataset_fingerprint``, ``split`` (kind, seed), ``train``
 (epochs run, best validation loss, seconds), ``device_names`` (multi-device model),
 ``encoding`` (the graph encoding's ``k`` and ``features``, to encode new jobs' graphs alike).
@@ -47,6 +47,7 @@ class PredictorBundle:
     vocab_json: str = "{}"
     dataset_fingerprint: str = ""
     devices: Standardizer | None = None
+    gstats: Standardizer | None = None
     device_names: list[str] = field(default_factory=list)
     split: dict[str, Any] = field(default_factory=dict)
     train: dict[str, Any] = field(default_factory=dict)
@@ -78,6 +79,7 @@ def save_checkpoint(bundle: PredictorBundle, path: str | Path, half: bool = Fals
         "target_set": bundle.target_set, "labels": bundle.labels.to_dict(),
         "features": bundle.features.to_dict(), "contexts": bundle.contexts.to_dict(),
         "devices": bundle.devices.to_dict() if bundle.devices is not None else None,
+        "gstats": bundle.gstats.to_dict() if bundle.gstats is not None else None,
         "device_names": list(bundle.device_names), "vocab": bundle.vocab_json,
         "device": bundle.device, "provenance": bundle.provenance,
         "dataset_fingerprint": bundle.dataset_fingerprint, "split": dict(bundle.split),
@@ -123,7 +125,7 @@ def load_checkpoint(path: str | Path, targets: str | tuple[str, ...] | None = No
         state = {k: v.float() if v.is_floating_point() else v
                  for k, v in obj["state_dict"].items()}
         net.load_state_dict(state)
-        devices = obj.get("devices")
+        devices, gstats = obj.get("devices"), obj.get("gstats")
         bundle = PredictorBundle(
             net=net, targets=got, labels=MinMaxLabels.from_dict(obj["labels"]),
             features=Standardizer.from_dict(obj["features"]),
@@ -131,6 +133,7 @@ def load_checkpoint(path: str | Path, targets: str | tuple[str, ...] | None = No
             provenance=str(obj.get("provenance", "emulated")), vocab_json=str(obj["vocab"]),
             dataset_fingerprint=str(obj.get("dataset_fingerprint", "")),
             devices=Standardizer.from_dict(devices) if devices else None,
+            gstats=Standardizer.from_dict(gstats) if gstats else None,
             device_names=list(obj.get("device_names", [])), split=dict(obj.get("split", {})),
             train=dict(obj.get("train", {})),
             encoding=dict(obj.get("encoding", {"k": 100, "features": "driple"})))

@@ -2,7 +2,8 @@
 
     gpuscope train --dataset datasets/emulated/titanx -o models/titanx.pt \\
         [--targets full|driple] [--split random|family] [--seed 0] [--epochs 150] \\
-        [--init-from models/gtx1080.pt --finetune all|head] [--fraction 1.0] [--half]
+        [--init-from models/gtx1080.pt --finetune all|head] [--fraction 1.0] [--half] \
+        [--graph-stats] [--steps L]
     gpuscope evaluate --dataset datasets/emulated/titanx --model models/titanx.pt [--baseline gbt]
     gpuscope predict --model models/titanx.pt --jobs queue.csv -o pred.csv \\
         [--graphs datasets/emulated/titanx]
@@ -39,6 +40,8 @@ def register(subparsers: Any) -> None:
                    help="fraction of the training split to use (data-efficiency runs)")
     t.add_argument("--init-from", help="transfer learning: start from this checkpoint")
     t.add_argument("--finetune", default="all", help="all (default) or head (with --init-from)")
+    t.add_argument("--graph-stats", action="store_true",
+                   help="also feed whole-graph statistics to the MLP (beyond the seed)")
     t.add_argument("--half", action="store_true", help="store weights as float16")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
@@ -76,7 +79,7 @@ def _train(a: argparse.Namespace) -> int:
     cfg = TrainConfig(targets=a.targets, split=a.split, seed=a.seed, epochs=a.epochs,
                       patience=a.patience, batch_size=a.batch_size, lr=a.lr, hidden=a.hidden,
                       steps=a.steps, fraction=a.fraction, finetune=a.finetune,
-                      progress=not a.quiet)
+                      graph_stats=a.graph_stats, progress=not a.quiet)
     targets = cfg.target_names()
     src = load_checkpoint(a.init_from, targets) if a.init_from else None
     data = load_dataset(a.dataset)

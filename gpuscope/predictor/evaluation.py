@@ -29,7 +29,7 @@ def bundle_predict(bundle: PredictorBundle, data: PredictorData,
     """Predictions (label units, clipped at 0) of ``bundle`` for every row of ``data``."""
     keys = data.labels["graph_key"].astype(str).tolist()
     inp = build_inputs(keys, data.graphs, data.contexts, bundle.features, bundle.contexts,
-                       device_vectors, bundle.devices)
+                       device_vectors, bundle.devices, gstats=bundle.gstats)
     with torch_threads(1):
         pred, _ = predict_inputs(bundle.net, inp)
     return np.clip(bundle.labels.inverse(pred.double().numpy()), 0.0, None)

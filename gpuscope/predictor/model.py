@@ -11,8 +11,12 @@ For one encoded graph with N nodes, features X (already log1p-scaled and standar
     z  = ReLU(W₂ ReLU(W₁ [r ‖ u ‖ d] + b₁) + b₂)            (MLP layers 1–2)
     ŷ  = W₃ z + b₃ ∈ R^T,   ℓ_oom = w_oᵀ z + b_o            (layer 3, and the OOM logit)
 
-``u`` is the job's standardised context (batch size, epochs, steps, optimizer, dataset) and
-``d`` an optional standardised device-spec vector (the multi-device model, beyond the seed).
+``u`` is the job's standardised context (batch size, epochs, steps, optimizer, dataset),
+``d`` an optional standardised device-spec vector (the multi-device model, beyond the seed)
+and ``g`` optional standardised whole-graph statistics (log1p of each node-feature column's
+sum over the graph, log1p node count; beyond the seed: Set2Set is an attention-weighted
+*mean*, so graph totals such as the summed tensor size, which drive step time, are otherwise
+only implicit).
 
 **Number of steps.** Seed 001 applies the shared layer N/2 times. In a batch the graphs have
 different node counts, so L is defined per graph: L_g = max(1, ⌈ratio · N_g⌉) with N_g the
@@ -47,6 +51,7 @@ class ModelConfig:
     context_dim: int
     n_targets: int
     device_dim: int = 0
+    graph_dim: int = 0
     hidden: int = 64
     step_ratio: float = 0.5
     steps: int | None = None
@@ -72,7 +77,7 @@ class DriplePredictorNet(nn.Module):
         self.conv_shared = GCNConv(h, h, normalize=False)
         self.gru = nn.GRUCell(h, h)
         self.readout = Set2Set(h, processing_steps=config.set2set_steps)
-        mlp_in = 2 * h + config.context_dim + config.device_dim
+        mlp_in = 2 * h + config.context_dim + config.device_dim + config.graph_dim
         self.mlp1 = nn.Linear(mlp_in, h)
         self.mlp2 = nn.Linear(h, h)
         self.head = nn.Linear(h, config.n_targets)
@@ -116,14 +121,19 @@ class DriplePredictorNet(nn.Module):
         return self.readout(h, batch, dim_size=num_graphs)
 
     def head_forward(
-        self, readout: Tensor, context: Tensor, device: Tensor | None = None
+        self, readout: Tensor, context: Tensor, device: Tensor | None = None,
+        gstats: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
-        """The MLP over [r ‖ u (‖ d)] → (targets ŷ [n × T], OOM logits [n])."""
+        """The MLP over [r ‖ u (‖ d) (‖ g)] → (targets ŷ [n × T], OOM logits [n])."""
         parts = [readout, context]
         if self.config.device_dim:
             if device is None:
                 raise ValueError("this model takes a device-spec vector; none was given")
             parts.append(device)
+        if self.config.graph_dim:
+            if gstats is None:
+                raise ValueError("this model takes whole-graph statistics; none were given")
+            parts.append(gstats)
         z = torch.relu(self.mlp1(torch.cat(parts, dim=1)))
         z = torch.relu(self.mlp2(z))
         return self.head(z), self.oom_head(z).squeeze(1)
@@ -137,11 +147,12 @@ class DriplePredictorNet(nn.Module):
         graph_index: Tensor,
         context: Tensor,
         device: Tensor | None = None,
+        gstats: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Predict rows whose graphs are ``graph_index`` into this batch's ``num_graphs``
         distinct graphs (rows that share a graph, e.g. 10 vs 20 epochs, embed it once)."""
         r = self.embed(x, edge_index, batch, num_graphs)
-        return self.head_forward(r[graph_index], context, device)
+        return self.head_forward(r[graph_index], context, device, gstats)
 
 
 def normalized_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> Tensor:

@@ -2,7 +2,7 @@
 
 One pass per call: the distinct graphs of the jobs are embedded once each (readouts are cached
 by ``graph_key`` for the life of the Predictor, since they depend only on the graph and the
-weights), then the MLP runs over every job's [readout ‖ u] in one matrix product.
+weights), then the MLP runs over every job's [readout ‖ u ‖ g] in one matrix product.
 
 Encoded graphs come from ``graphs`` (a dataset's ``graphs.parquet``, or a dict) when they hold
 the job's ``graph_key``; otherwise the job's graph is exported through ``GraphCache`` and
@@ -27,7 +27,7 @@ from torch_geometric.data import Batch, Data
 
 from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
-from gpuscope.predictor.batching import scale_graph
+from gpuscope.predictor.batching import graph_stats, scale_graph
 from gpuscope.predictor.checkpoint import PredictorBundle, load_checkpoint
 from gpuscope.predictor.threads import torch_threads
 
@@ -46,6 +46,7 @@ class Predictor:
         self.cache_dir = cache_dir
         self.device = device or bundle.device
         self._readouts: dict[str, Tensor] = {}
+        self._gstats: dict[str, Tensor] = {}
         self._vocab = None
         self._device_vec: Tensor | None = None
         if bundle.config.device_dim:
@@ -80,7 +81,7 @@ class Predictor:
         return encode(graph, self._vocab, k=int(enc.get("k", 100)),
                       features=str(enc.get("features", "driple")), **kw)
 
-    def _readouts_for(self, jobs: Sequence[JobSpec]) -> Tensor:
+    def _readouts_for(self, jobs: Sequence[JobSpec]) -> tuple[Tensor, Tensor | None]:
         keys = [j.graph_key for j in jobs]
         todo = sorted({k for k in keys if k not in self._readouts})
         if todo:
@@ -95,6 +96,8 @@ class Predictor:
                     raise InputError(f"graph {k!r} has {g.x.shape[1]} node features, the model "
                                      f"expects {self.bundle.config.in_dim}")
                 data.append(scale_graph(g, self.bundle.features))
+                if self.bundle.gstats is not None:
+                    self._gstats[k] = self.bundle.gstats.transform(graph_stats(g)[None])[0]
             net = self.bundle.net
             net.eval()
             with torch.no_grad():
@@ -103,7 +106,9 @@ class Predictor:
                     ro = net.embed(b.x, b.edge_index, b.batch, b.num_graphs)
                     for i, k in enumerate(todo[s:s + 256]):
                         self._readouts[k] = ro[i]
-        return torch.stack([self._readouts[k] for k in keys])
+        gs = torch.stack([self._gstats[k] for k in keys]) if self.bundle.gstats is not None \
+            else None
+        return torch.stack([self._readouts[k] for k in keys]), gs
 
     def predict_arrays(self, jobs: Sequence[JobSpec]) -> tuple[np.ndarray, np.ndarray]:
         """(targets [n × T] in label units, oom_prob [n]) for ``jobs`` in one batched pass."""
@@ -124,10 +129,10 @@ class Predictor:
                 ctx_cache[key] = context_vector(j)
             rows.append(ctx_cache[key])
         ctx = self.bundle.contexts.transform(torch.stack(rows))
-        ro = self._readouts_for(jobs)
+        ro, gs = self._readouts_for(jobs)
         dev = self._device_vec.expand(len(jobs), -1) if self._device_vec is not None else None
         with torch.no_grad():
-            pred, logit = self.bundle.net.head_forward(ro, ctx, dev)
+            pred, logit = self.bundle.net.head_forward(ro, ctx, dev, gs)
         y = self.bundle.labels.inverse(pred.double().numpy())
         return np.clip(y, 0.0, None), torch.sigmoid(logit).double().numpy()
 

@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from gpuscope.resources import PERCENT_CAPACITY, RESOURCES, UNITS
+
 
 def signed_log1p(x: Tensor) -> Tensor:
     return torch.sign(x) * torch.log1p(torch.abs(x))
@@ -62,7 +64,8 @@ class MinMaxLabels:
     """Min-max label normalisation per target (``log`` flags as in the module docstring).
 
     NaN labels stay NaN (the loss masks them); a target with no observed training value gets
-    min 0, max 1.
+    min 0, max 1; a target constant on the training split gets the range of
+    ``_fallback_range`` (100 for a percentage peak, else 1).
     """
 
     targets: tuple[str, ...]
@@ -85,15 +88,23 @@ class MinMaxLabels:
                 out[:, j] = np.log1p(np.clip(out[:, j], 0.0, None))
         return out
 
-    @staticmethod
-    def _range(y: np.ndarray) -> tuple[list[float], list[float]]:
+    def _range(self, y: np.ndarray) -> tuple[list[float], list[float]]:
         lo, hi = [], []
         for j in range(y.shape[1]):
             col = y[:, j][np.isfinite(y[:, j])]
             a, b = (float(col.min()), float(col.max())) if col.size else (0.0, 1.0)
+            if b <= a:  # constant on the training split (e.g. a peak never reached)
+                b = a + self._fallback_range(self.targets[j])
             lo.append(a)
-            hi.append(b if b > a else a + 1.0)
+            hi.append(b)
         return lo, hi
+
+    @staticmethod
+    def _fallback_range(target: str) -> float:
+        """Range of a target that is constant on the training split: the capacity (100 %) of
+        a percentage peak, else 1 (label units)."""
+        percent_peaks = {f"{r}_peak" for r in RESOURCES if UNITS[r] == "%"}
+        return PERCENT_CAPACITY if target in percent_peaks else 1.0
 
     def fit(self, y: np.ndarray) -> MinMaxLabels:
         self.min_, self.max_ = self._range(self._f(y))

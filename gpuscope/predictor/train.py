@@ -4,8 +4,9 @@ transfer learning from another device's checkpoint.
 ``fit_predictor(data, TrainConfig(...))`` splits the dataset (``gpuscope.predictor.splits``),
 fits the label normalisation and the input standardisers on the training rows, trains with
 Adam on the masked MSE plus ``oom_weight`` × the OOM head's BCE, evaluates the validation
-MSE after every epoch and keeps the weights of the best epoch; it stops after ``patience``
-epochs without improvement. Deterministic under ``seed`` (seeded init and shuffling,
+MSE after every epoch (halving the learning rate after ``lr_patience`` epochs without
+improvement) and keeps the weights of the best epoch; it stops after ``patience`` epochs
+without improvement. Deterministic under ``seed`` (seeded init and shuffling,
 ``torch.use_deterministic_algorithms`` while training).
 
 Transfer learning (seed 001 §4.4): ``init_from`` is a source device's trained bundle; its
@@ -25,7 +26,13 @@ import torch
 from tqdm.auto import tqdm
 
 from gpuscope.errors import CheckpointError, InputError
-from gpuscope.predictor.batching import NetInputs, build_inputs, forward_rows, iter_batches
+from gpuscope.predictor.batching import (
+    NetInputs,
+    build_inputs,
+    forward_rows,
+    graph_stats,
+    iter_batches,
+)
 from gpuscope.predictor.checkpoint import PredictorBundle
 from gpuscope.predictor.data import PredictorData
 from gpuscope.predictor.losses import masked_bce, masked_mse
@@ -49,6 +56,7 @@ class TrainConfig:
     patience: int = 20
     batch_size: int = 32
     lr: float = 3e-3
+    lr_patience: int = 6
     weight_decay: float = 0.0
     oom_weight: float = 0.2
     hidden: int = 64
@@ -56,6 +64,7 @@ class TrainConfig:
     steps: int | None = None
     max_steps: int = 64
     log_targets: tuple[str, ...] = ("exec_time_s",)
+    graph_stats: bool = False
     fraction: float = 1.0
     finetune: str = "all"
     progress: bool = True
@@ -102,7 +111,7 @@ def _check_transfer(src: PredictorBundle, cfg: ModelConfig, targets: tuple[str, 
     if tuple(src.targets) != targets:
         raise CheckpointError(f"--init-from checkpoint predicts {len(src.targets)} targets "
                               f"({src.target_set}), this run {len(targets)}")
-    for name in ("in_dim", "context_dim", "device_dim", "hidden"):
+    for name in ("in_dim", "context_dim", "device_dim", "graph_dim", "hidden"):
         if getattr(s, name) != getattr(cfg, name):
             raise CheckpointError(f"--init-from checkpoint has {name}={getattr(s, name)}, "
                                   f"this dataset needs {getattr(cfg, name)}")
@@ -144,7 +153,12 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
     train_keys = sorted({keys[i] for i in train_rows})
     if init_from is not None:
         features, contexts, devices = init_from.features, init_from.contexts, init_from.devices
+        gstats = init_from.gstats
     else:
+        gstats = None
+        if cfg.graph_stats:
+            gstats = Standardizer(log=False).fit(torch.stack([graph_stats(data.graphs[k])
+                                                              for k in train_keys]))
         features = Standardizer(log=True).fit(torch.cat([data.graphs[k].x.float()
                                                          for k in train_keys]))
         contexts = Standardizer(log=False).fit(data.contexts[torch.as_tensor(train_rows)])
@@ -152,10 +166,11 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
         if device_vectors is not None:
             devices = Standardizer(log=False).fit(device_vectors[torch.as_tensor(train_rows)])
     inp = build_inputs(keys, data.graphs, data.contexts, features, contexts,
-                       device_vectors, devices)
+                       device_vectors, devices, gstats=gstats)
     mcfg = ModelConfig(in_dim=int(inp.graphs[0].x.shape[1]), context_dim=int(inp.context.shape[1]),
                        n_targets=len(targets),
                        device_dim=0 if device_vectors is None else int(device_vectors.shape[1]),
+                       graph_dim=0 if inp.gstats is None else int(inp.gstats.shape[1]),
                        hidden=cfg.hidden, step_ratio=cfg.step_ratio, steps=cfg.steps,
                        max_steps=cfg.max_steps)
     torch.manual_seed(cfg.seed)
@@ -169,6 +184,9 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
         for n, p in net.named_parameters():
             p.requires_grad_(n.startswith(DriplePredictorNet.HEAD_PREFIXES))
     opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    # halve the step size when validation stalls (the noisy late epochs of a 260-row set)
+    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5,
+                                                       patience=cfg.lr_patience)
     gen = torch.Generator().manual_seed(cfg.seed)
     val_rows = parts["val"] if parts["val"].size else train_rows
     prev_det = torch.are_deterministic_algorithms_enabled()
@@ -194,6 +212,7 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
             val = _epoch_loss(net, inp, val_rows, y, cfg.batch_size)
             if np.isnan(val):  # no observed label among the validation rows
                 val = _epoch_loss(net, inp, train_rows, y, cfg.batch_size)
+            sched.step(val)
             history.append({"epoch": epoch + 1, "train_loss": tot / max(nb, 1), "val_mse": val})
             bar.set_postfix(train=f"{tot / max(nb, 1):.4f}", val=f"{val:.4f}")
             if val < best - 1e-7:
@@ -213,7 +232,7 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
     bundle = PredictorBundle(
         net=net, targets=targets, labels=labels, features=features, contexts=contexts,
         device=data.device, provenance=data.provenance, vocab_json=data.vocab_json,
-        dataset_fingerprint=data.fingerprint, devices=devices, encoding=dict(data.encoding or {}),
+        dataset_fingerprint=data.fingerprint, devices=devices, gstats=gstats, encoding=dict(data.encoding or {}),
         split={"kind": cfg.split, "seed": cfg.seed, "fraction": cfg.fraction},
         train={"epochs_run": len(history), "best_val_mse": best, "seconds": seconds,
                "lr": cfg.lr, "batch_size": cfg.batch_size,

@@ -23,6 +23,8 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError("give --instance DIR (or use 'gpuscope schedule generate')")
     if args.output is None:
         raise InputError("give -o/--output OUT")
+    if args.max_it is not None and args.max_it < 1:
+        raise InputError(f"--max-it must be >= 1, got {args.max_it}")
     p = load_problem(args.instance)
     kw = {"max_it_rg": args.max_it} if args.max_it else {}
     res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=sys.stderr.isatty())
@@ -40,6 +42,9 @@ def _generate(args: argparse.Namespace) -> int:
     from gpuscope.schedulers.instances import generate
     from gpuscope.schedulers.model import save_problem
 
+
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError(f"--jobs must be >= 1, got {args.jobs}")
     p = generate(args.source, args.nodes, seed=args.seed, arrivals=args.arrivals, n_jobs=args.jobs)
     save_problem(p, args.output)
     print(f"{p.n_jobs} jobs, {p.n_nodes} nodes, {len(p.vm_names)} node types "

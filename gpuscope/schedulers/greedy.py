@@ -5,6 +5,8 @@ are visited in (perturbed) pressure order, and at each position every iteration 
 job with array operations on ``[iterations, nodes]`` state. Iteration 0 is the deterministic
 Greedy, so Randomized Greedy is never worse than Greedy on the proxy.
 
+Order: descending pressure, then (randomised) adjacent jobs swapped with probability
+``swap_prob · ω_min / ω_j`` of the front job, in two passes over disjoint pairs.
 Per job (seed 002 §3.3.1): best configuration (cheapest in D*_j, else fastest; randomised:
 one of the ``n_candidates`` best, probability ∝ 1/cost); (1) best fit on an open node of that
 VM type (randomised: probability ∝ 1/(idle GPUs left + 1)); (2) else open a new node with that

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ import pandas as pd
 
 from gpuscope.errors import InputError
 from gpuscope.schedulers.model import Params, Problem, compile_instance
-from gpuscope.tjng import read_tjng, tjng_to_instance, validate_tjng
+from gpuscope.tjng import Instance, read_tjng, tjng_to_instance, validate_tjng
 
 SOURCES: tuple[str, ...] = ("alexnet", "andreas", "gavel")
 ARRIVALS: tuple[str, ...] = ("exponential", "high", "low", "mixed")
@@ -53,9 +54,11 @@ def _read(path: Path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-def source_tables(source: str) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
-    """(class t_jng table, VM catalog or None, extras) of a named source or a t_jng file.
-    extras: ``cost_model``, ``node_types`` (callable N -> list) and ``steps_range``."""
+def source_tables(source: str | pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
+    """(class t_jng table, VM catalog or None, extras) of a named source, a t_jng file or a
+    t_jng DataFrame. extras: ``cost_model``, ``node_types`` (callable N -> list), ``steps_range``."""
+    if isinstance(source, pd.DataFrame):
+        return validate_tjng(source), None, {"cost_model": "vm", "app": "tjng"}
     base = data_dir()
     if source == "alexnet":
         d = _read(base / "gpuscheduler" / "data_2d10d_filtered.csv")
@@ -120,7 +123,7 @@ def arrival_times(kind: str, n_jobs: int, n_nodes: int, fastest: np.ndarray, max
     return np.round(np.cumsum(gaps), 2)
 
 
-def generate(source: str, n_nodes: int, seed: int = 0, arrivals: str = "exponential",
+def generate(source: str | pd.DataFrame, n_nodes: int, seed: int = 0, arrivals: str = "exponential",
              n_jobs: int | None = None, params: Params | None = None) -> Problem:
     """A random instance of seed 002 §4.1 over ``source`` (see module docstring)."""
     if n_nodes < 1:
@@ -152,7 +155,7 @@ def generate(source: str, n_nodes: int, seed: int = 0, arrivals: str = "exponent
     due = np.round(submit + rng.uniform(fastest, 3.0 * fastest), 2)
     weight = np.round(rng.uniform(0.003, 0.015, J), 6)
     meta = pd.DataFrame({"job_id": ids, "submission_s": submit, "due_s": due, "weight": weight,
-                         "application": extra.get("app", source if source in SOURCES else "tjng"),
+                         "application": extra.get("app", source if isinstance(source, str) and source in SOURCES else "tjng"),
                          "images": 0, "epochs": steps, "batch_size": 0, "job_class": pick})
     cm = extra["cost_model"]
     if cm == "per_gpu_count":  # one row per (node type, busy GPUs): the energy cost c_ng
@@ -162,7 +165,6 @@ def generate(source: str, n_nodes: int, seed: int = 0, arrivals: str = "exponent
         vg = pd.DataFrame(rows, columns=["VMtype", "GPUtype", "g", "max_nGPUs", "cost"])
         m = t.merge(vg, left_on=["node_type", "n_gpus"], right_on=["GPUtype", "g"])
         m = m.set_index("job_id").loc[ids].reset_index()
-        from gpuscope.tjng import Instance
         times = pd.DataFrame({"UniqueJobsID": m.job_id, "VMtype": m.VMtype, "GPUtype": m.GPUtype,
                               "nGPUs": m.g, "max_nGPUs": m.max_nGPUs, "cost": m.cost,
                               "ExecutionTime": m.exec_time_s})
@@ -172,6 +174,6 @@ def generate(source: str, n_nodes: int, seed: int = 0, arrivals: str = "exponent
         inst = tjng_to_instance(t, meta, vm_catalog=cat, n_nodes=n_nodes)
     prm = params or Params(cost_model=cm)
     if prm.cost_model != cm:
-        prm = Params(**{**prm.__dict__, "cost_model": cm})
+        prm = replace(prm, cost_model=cm)
     node_types = extra["node_types"](n_nodes) if "node_types" in extra else None
     return compile_instance(inst, prm, node_types)
