@@ -29,10 +29,14 @@ from gpuscope.allocator.reproduce import reproduce_gavel, reproduce_seed001  # n
 
 
 def _avg_jct(md: str, label: str) -> float | None:
+    """The "Average JCT" cell of row ``label`` in the first pipe table of ``md``."""
+    col = None
     for line in md.splitlines():
-        if line.startswith(f"| {label} |"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            return float(re.sub(",", "", cells[-2] if "/" in cells[-1] else cells[-2]))
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if col is None and "Average JCT" in cells:
+            col = cells.index("Average JCT")
+        elif col is not None and cells and cells[0] == label:
+            return float(re.sub(",", "", cells[col]))
     return None
 
 

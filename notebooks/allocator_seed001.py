@@ -2,9 +2,10 @@
 # # Seed 001 allocation experiments (Tables 8–20), reproduced
 #
 # Runs top to bottom: `.venv/bin/python notebooks/allocator_seed001.py`.
-# Needs the bundled checkpoints (or `GPUSCOPE_MODEL_DIR=...`) (`datasets/checkpoints/<device>.pt`, `<device>-driple.pt`) and
-# the emulated ground truth (`datasets/emulated/<device>/labels.parquet`). Every table states
-# whether its ground truth is measured or emulated.
+# Needs the bundled checkpoints (`datasets/checkpoints/<device>.pt`, `<device>-driple.pt`;
+# or set `GPUSCOPE_MODEL_DIR`) and the emulated ground truth
+# (`datasets/emulated/<device>/labels.parquet`). Every table states whether its ground truth
+# is measured or emulated.
 
 # %%
 import os

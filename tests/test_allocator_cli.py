@@ -12,7 +12,7 @@ from gpuscope.allocator import ClusterSpec
 from gpuscope.allocator.gavel import gavel_tables, load_throughputs
 from gpuscope.allocator.synthetic import synthetic_tables
 from gpuscope.allocator.tjng_export import build_tjng, export_tjng, jobs_meta, one_gpu_times
-from gpuscope.allocator.truth import load_truth
+from gpuscope.allocator.truth import load_truth, truth_steps
 from gpuscope.cli import main
 from gpuscope.errors import InputError
 from gpuscope.jobs import table_jobs, write_queue
@@ -80,6 +80,8 @@ def test_allocate_cli_writes_plan_metrics_plots(tmp_path, fake_predictor, capsys
     (["--cluster", "gtx1080:1", "--resources", "disk"], "unknown resource"),
     (["--cluster", "nosuchgpu:1"], "unknown device"),
     (["--cluster", "gtx1080:1", "--model-dir", "/nonexistent"], "missing checkpoint"),
+    (["--cluster", "gtx1080:1", "--steps-per-epoch", "0"], "steps-per-epoch"),
+    (["--cluster", "gtx1080:1", "--order", "lifo"], "unknown order"),
 ])
 def test_allocate_bad_input_is_one_line_exit_2(argv, msg, tmp_path, capsys) -> None:
     rc = main(["allocate", "--jobs", "table8", "-o", str(tmp_path / "o"), *argv])
@@ -97,6 +99,22 @@ def test_truth_matches_jobspec_fields_and_reports_missing(tmp_path) -> None:
         load_truth(table_jobs(4)[:8], ["gtx1080"], tmp_path)
     with pytest.raises(InputError, match="no ground truth"):
         load_truth(jobs, ["titanx"], tmp_path)
+
+
+def test_shortened_runs_match_only_shortened_jobs(tmp_path) -> None:
+    jobs = table_jobs(4)[:4]
+    short = table_jobs(4, steps_per_epoch=100)[:4]
+    rows = pd.DataFrame([{"model": j.model, "dataset": j.dataset, "optimizer": j.optimizer,
+                          "batch_size": j.batch_size, "epochs": j.epochs, "steps_per_epoch": 100,
+                          "exec_time_s": 10.0 + i, "status": "ok", "split": "unseen"}
+                         for i, j in enumerate(short)])
+    (tmp_path / "t4").mkdir()
+    rows.to_parquet(tmp_path / "t4" / "labels.parquet")
+    assert truth_steps(tmp_path, ["t4"]) == 100
+    t = load_truth(short, ["t4"], tmp_path)
+    assert t["exec_time_s"].tolist() == [10.0, 11.0, 12.0, 13.0]
+    with pytest.raises(InputError, match="lacks 4"):  # full-length jobs never borrow them
+        load_truth(jobs, ["t4"], tmp_path)
 
 
 def test_tjng_export_reads_back_identically(tmp_path) -> None:

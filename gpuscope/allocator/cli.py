@@ -120,7 +120,7 @@ def _has_driple(args: argparse.Namespace, cluster) -> bool:
 
 def _tjng(args: argparse.Namespace) -> int:
     from gpuscope.allocator.cluster import ClusterSpec
-    from gpuscope.allocator.pipeline import check_devices, load_jobs
+    from gpuscope.allocator.pipeline import check_devices, graph_source, load_jobs
     from gpuscope.allocator.predict import check_checkpoints, predict_queue
     from gpuscope.allocator.tjng_export import export_tjng, one_gpu_times
     from gpuscope.allocator.truth import labels_path, load_truth
@@ -135,7 +135,7 @@ def _tjng(args: argparse.Namespace) -> int:
     if args.truth is not None:
         have = [d for d in cluster.devices if labels_path(args.truth, d) is not None]
         truth = load_truth(jobs, have, args.truth, strict=False) if have else None
-    pred = predict_queue(jobs, cluster.devices, args.model_dir)
+    pred = predict_queue(jobs, cluster.devices, args.model_dir, datasets=graph_source(args.truth))
     one = one_gpu_times(jobs, cluster, pred, truth, pred_source=f"predicted:{args.model_dir}")
     tj, inst, dropped = export_tjng(jobs, cluster, one, args.out, n_nodes=args.nodes,
                                     seed=args.seed)

@@ -57,10 +57,14 @@ def check_devices(cluster: ClusterSpec) -> None:
         get_device(d)
 
 
-def _graph_source(truth_dir: str | Path | None) -> Path | None:
-    """Encoded graphs ship with the datasets: reuse them (same vocabulary only)."""
+BUNDLED_DATASETS = Path(__file__).resolve().parents[2] / "datasets" / "emulated"
+
+
+def graph_source(truth_dir: str | Path | None) -> Path | None:
+    """Where encoded graphs ship with a dataset (reused by the predictor only when the op
+    vocabulary is the checkpoint's): the truth folder, else the bundled emulated datasets."""
     if truth_dir is None:
-        return None
+        return BUNDLED_DATASETS if BUNDLED_DATASETS.is_dir() else None
     d = Path(truth_dir)
     return d if d.name in ("emulated", "measured") else d / "emulated"
 
@@ -85,7 +89,7 @@ def prepare(
     truth: pd.DataFrame | None = None
     if truth_dir is not None:
         truth = load_truth(jobs, cluster.devices, truth_dir)
-    ds = _graph_source(truth_dir)
+    ds = graph_source(truth_dir)
     pred = predict_queue(jobs, cluster.devices, model_dir, datasets=ds) if need_pred else None
     driple = (predict_queue(jobs, cluster.devices, model_dir, driple=True, datasets=ds)
               if need_driple else None)

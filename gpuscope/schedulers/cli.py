@@ -27,9 +27,10 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError(f"--max-it must be >= 1, got {args.max_it}")
     p = load_problem(args.instance)
     kw = {"max_it_rg": args.max_it} if args.max_it else {}
+    kw["pr_objective"] = args.pr_objective
     res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=sys.stderr.isatty())
     write_results(res, args.output, {"instance": str(args.instance), "seed": args.seed,
-                                     "method_name": args.method})
+                                     "method_name": args.method, "pr_objective": args.pr_objective})
     s = res.summary
     print(f"{args.method}: total cost {s['total_cost']:.4f} (execution {s['exec_cost']:.4f}, "
           f"tardiness {s['tardiness_cost']:.4f}), {s['late_jobs']} late jobs, "
@@ -60,6 +61,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sp.add_argument("--method", choices=METHODS, default="pr")
     sp.add_argument("--seed", type=int, default=1)
     sp.add_argument("--max-it", type=int, default=None, help="MaxIt_RG (default 1000)")
+    sp.add_argument("--pr-objective", choices=("p1a", "eq1"), default="p1a",
+                    help="PR: keep the relinked or the RG solution by the P1a proxy (default), "
+                         "or return the relinked one as seed 002's Eq. 1 (eq1)")
     sp.add_argument("-o", "--output", help="results folder")
     sp.set_defaults(func=_run)
     sub = sp.add_subparsers(dest="schedule_command", metavar="generate")

@@ -24,6 +24,7 @@ from gpuscope.schedulers.model import Problem
 from gpuscope.schedulers.step import (
     EPS_COST,
     OUT_OF_DSTAR,
+    Decision,
     StepState,
     config_keys,
     masked_times,
@@ -31,23 +32,56 @@ from gpuscope.schedulers.step import (
 )
 
 
+#: Positions whose random draws are made together (the loop usually stops long before k).
+CHUNK = 64
+
+
 @dataclass
 class Batch:
-    """Candidate solutions of one construction: ``conf``/``node`` are [iterations, k] (job
-    local index order); ``obj`` is f_OBJ (P1a, minimise), ``eq1`` seed 002 Eq. 1 (maximise)."""
+    """Candidate solutions of one construction, by *position*: iteration i placed job
+    ``orders[i, q]`` with ``conf_pos[q, i]`` on ``node_pos[q, i]`` (-1: postponed; positions
+    past ``len(conf_pos)`` are postponed in every iteration). ``obj`` is f_OBJ (P1a,
+    minimise), ``eq1`` seed 002 Eq. 1 (maximise). ``decision(i)`` gives iteration i in job
+    (local index) order; ``conf``/``node`` all of them, ``[iterations, k]``."""
 
-    conf: np.ndarray
-    node: np.ndarray
+    orders: np.ndarray
+    conf_pos: np.ndarray
+    node_pos: np.ndarray
     obj: np.ndarray
     eq1: np.ndarray
 
+    def decision(self, i: int) -> Decision:
+        k, n = self.orders.shape[1], len(self.conf_pos)
+        conf = np.full(k, -1, dtype=np.int64)
+        node = np.full(k, -1, dtype=np.int64)
+        conf[self.orders[i, :n]] = self.conf_pos[:, i]
+        node[self.orders[i, :n]] = self.node_pos[:, i]
+        return Decision(node=node, conf=conf)
+
+    def _by_job(self, a: np.ndarray) -> np.ndarray:
+        n_it, k = self.orders.shape
+        out = np.full((n_it, k), -1, dtype=np.int64)
+        out[np.arange(n_it)[:, None], self.orders[:, : len(a)]] = a.T
+        return out
+
+    @property
+    def conf(self) -> np.ndarray:
+        return self._by_job(self.conf_pos)
+
+    @property
+    def node(self) -> np.ndarray:
+        return self._by_job(self.node_pos)
+
 
 def _suboptimal_tables(p: Problem, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """best key / config over g <= f for every (job, VM type v, free GPUs f)."""
+    """best key / config over g <= f for every (job, VM type v, free GPUs f); f = 0 and the
+    extra type V (unopened nodes) are inf, so a node's class code ``v * G1 + f`` indexes it
+    directly."""
     k = key.shape[0]
     V, G1 = p.conf_index.shape
-    sub_key = np.full((k, V, G1), np.inf)
-    sub_conf = np.full((k, V, G1), -1, dtype=np.int64)
+    # one extra all-inf "type" V: the class code of unopened (VM model) nodes
+    sub_key = np.full((k, V + 1, G1), np.inf)
+    sub_conf = np.full((k, V + 1, G1), -1, dtype=np.int64)
     for g in range(1, G1):
         sub_key[:, :, g] = sub_key[:, :, g - 1]
         sub_conf[:, :, g] = sub_conf[:, :, g - 1]
@@ -55,9 +89,9 @@ def _suboptimal_tables(p: Problem, key: np.ndarray) -> tuple[np.ndarray, np.ndar
         ok = c >= 0
         kg = np.full((k, V), np.inf)
         kg[:, ok] = key[:, c[ok]]
-        better = kg < sub_key[:, :, g]
-        sub_key[:, :, g] = np.where(better, kg, sub_key[:, :, g])
-        sub_conf[:, :, g] = np.where(better, c[None, :], sub_conf[:, :, g])
+        better = kg < sub_key[:, :V, g]
+        sub_key[:, :V, g] = np.where(better, kg, sub_key[:, :V, g])
+        sub_conf[:, :V, g] = np.where(better, c[None, :], sub_conf[:, :V, g])
     return sub_key, sub_conf
 
 
@@ -87,7 +121,7 @@ def construct(
     best = order_c[:, 0]
     sub_key, sub_conf = _suboptimal_tables(p, key)
     sub_flat = sub_key.reshape(-1)
-    G1 = sub_key.shape[2]
+    VG = sub_key.shape[1] * sub_key.shape[2]
 
     base = np.argsort(-pressure(p, st, Ra), kind="stable")
     orders = np.tile(base, (n_it, 1))
@@ -109,12 +143,13 @@ def construct(
     n_open = np.zeros(n_it, dtype=np.int64)
     min_r = np.full((n_it, N), np.inf)
     pi = np.zeros((n_it, N))
-    tard = np.zeros(n_it)
-    eq1 = np.zeros(n_it)
-    conf_pos = np.full((n_it, k), -1, dtype=np.int64)  # by position in each order
-    node_pos = np.full((n_it, k), -1, dtype=np.int64)
     rows = np.arange(n_it)
     free_f, open_f, minr_f, pi_f = free.reshape(-1), is_open.reshape(-1), min_r.reshape(-1), pi.reshape(-1)
+    # class code of every node, v * G1 + free GPUs (unopened VM-model nodes: V * G1), kept in
+    # step with ``vm``/``free`` so that step (3) is one gather into the suboptimal table
+    G1 = sub_key.shape[2]
+    cls = np.where(vm >= 0, vm.astype(np.int64) * G1 + free, V * G1)
+    cls_f = cls.reshape(-1)
     # per (job, config) quantities, gathered by flat index j * C + c
     C = Ra.shape[1]
     ra_jc = Ra.reshape(-1)
@@ -129,78 +164,94 @@ def construct(
     n_closed = np.stack([(p.fixed_vm == v).sum() for v in range(V)]) if fixed else None
     closed = np.tile(n_closed, (n_it, 1)) if fixed else None
 
-    # configuration choices do not depend on the node state: draw them all at once
-    if n_it > 1:
-        uc = rng.random((n_it, k))
-        idx = np.zeros((n_it, k), dtype=np.int64)
-        for q in range(kc - 1):  # inverse CDF over the few candidates
-            idx += uc > cdf[orders, q]
-        c_all = order_c[orders, idx]
-        c_all[0] = best[orders[0]]
-        u_fit = rng.random((n_it, k))
-    else:
-        c_all = best[orders]
     width = N if fixed else 0  # VM model: open nodes are 0 .. n_open - 1
+    # per-position rows contiguous ([k, iterations]): one column gather per position is slow
+    ordT = np.ascontiguousarray(orders.T)
+    conf_pos = np.full((k, n_it), -1, dtype=np.int64)
+    node_pos = np.full((k, n_it), -1, dtype=np.int64)
+    mf_f = max_free.reshape(-1)
+    # open nodes per (iteration, type v, free GPUs f): keeps max_free and step (1) off [.. × N]
+    VG1 = V * G1
+    cnt = np.zeros((n_it, V, G1), dtype=np.int32)
+    cnt_f = cnt.reshape(-1)
+    fs = np.arange(G1)
+    rowsV = rows * V
+    vm_G = p.vm_G
 
+    n_pos = k
     for pos in range(k):
-        jj = orders[:, pos]
-        c = c_all[:, pos].copy()
-        v, g = p.conf_vm[c], p.conf_g[c]
-        node = np.full(n_it, -1, dtype=np.int64)
-        hm = max_free[rows, v] >= g
-        h = rows[hm]
-        if len(h):  # (1) best fit on an open node of type v with g free GPUs
-            sl = slice(None) if len(h) == n_it else h
-            f = free[sl, :width]
-            gh = g[sl][:, None]
-            cand = is_open[sl, :width] & (vm[sl, :width] == v[sl][:, None]) & (f >= gh)
-            left = np.where(cand, f - gh, 0) + 1.0
+        if not spare.any() and (fixed or n_open.min() == N):
+            n_pos = pos
+            break  # every iteration's cluster is saturated: the rest are postponed
+        if pos % CHUNK == 0:  # configuration choices and fit draws for the next positions
+            lo, hi = pos, min(k, pos + CHUNK)
+            o = ordT[lo:hi]
             if n_it > 1:
-                cum = np.cumsum(cand / left, axis=1)
-                un = u_fit[sl, pos] * cum[:, -1]
-                pick = np.minimum((cum < un[:, None]).sum(axis=1), width - 1)
+                uc = rng.random((hi - lo, n_it))
+                idx = np.zeros(o.shape, dtype=np.int64)
+                for q in range(kc - 1):  # inverse CDF over the few candidates
+                    idx += uc > cdf[o, q]
+                cT = order_c[o, idx]
+                cT[:, 0] = best[o[:, 0]]  # iteration 0: deterministic Greedy
+                ufT = rng.random((hi - lo, n_it))
             else:
-                pick = np.zeros(len(h), dtype=np.int64)
-            if h[0] == 0:
-                pick[0] = np.argmin(np.where(cand[0], left[0], np.inf))
-            node[h] = pick
+                cT = best[o]
+            vT, gT = p.conf_vm[cT], p.conf_g[cT]
+        jj, c, v, g = ordT[pos], cT[pos - lo], vT[pos - lo], gT[pos - lo]
+        node = node_pos[pos]  # filled in place (-1: not placed)
+        h = np.flatnonzero(mf_f[rowsV + v] >= g)
+        if len(h):  # (1) best fit on an open node of type v with g free GPUs
+            # over the classes (v, f) with open nodes of type v and f >= g free GPUs, each
+            # weighted count × 1 / (f − g + 1); then the lowest-numbered node of that class
+            vh, gh = v[h], g[h]
+            base_h = h * VG1 + vh * G1
+            cc = cnt_f[base_h[:, None] + fs[None, :]]
+            okc = (cc > 0) & (fs[None, :] >= gh[:, None])
+            left = fs[None, :] - gh[:, None] + 1.0
+            if n_it > 1:
+                cum = np.cumsum(np.where(okc, cc / np.maximum(left, 1.0), 0.0), axis=1)
+                fp = np.argmax(cum > (ufT[pos - lo][h] * cum[:, -1])[:, None], axis=1)
+            else:
+                fp = np.zeros(len(h), dtype=np.int64)
+            if h[0] == 0:  # deterministic Greedy: the tightest fit
+                fp[0] = np.argmax(okc[0])
+            node[h] = np.argmax(cls[h, :width] == (vh * G1 + fp)[:, None], axis=1)
         todo = node < 0
         if todo.any():  # (2) a new node with VM type v
             if fixed:
                 r = rows[todo & (closed[rows, v] > 0)]
                 nn = np.argmax(~is_open[r] & (vm[r] == v[r][:, None]), axis=1)
             else:
-                r = rows[todo & (n_open < N)]
+                r = np.flatnonzero(todo & (n_open < N))
                 nn = n_open[r]
-                vm[r, nn] = v[r]
-                free[r, nn] = p.vm_G[v[r]]
-                spare[r] += p.vm_G[v[r]]
+                fl, vr = r * N + nn, v[r]
+                Gr = vm_G[vr]
+                vm.reshape(-1)[fl] = vr
+                free_f[fl] = Gr
+                cls_f[fl] = vr * G1 + Gr
+                spare[r] += Gr
                 n_open[r] += 1
                 width = max(width, int(n_open.max()))
             node[r] = nn
         todo = (node < 0) & (spare > 0)
         if todo.any():  # (3) best suboptimal configuration on any node with free GPUs
-            r = rows[todo]
-            fr, vmr = free[r], vm[r]
-            usable = (vmr >= 0) & (fr > 0) & (is_open[r] | fixed)
-            flat = (jj[r] * (V * G1))[:, None] + np.maximum(vmr, 0) * G1 + fr
-            sk = np.where(usable, sub_flat[flat], np.inf)
+            r = np.flatnonzero(todo)
+            # full nodes (f = 0) and unopened ones index inf entries of the table
+            sk = sub_flat[(jj[r] * VG)[:, None] + cls[r]]
             nb = np.argmin(sk, axis=1)
             okk = np.isfinite(sk[np.arange(len(r)), nb])
             r, nb = r[okk], nb[okk]
+            c, v, g = c.copy(), v.copy(), g.copy()
             c[r] = sub_conf[jj[r], vm[r, nb], free[r, nb]]
+            v[r], g[r] = p.conf_vm[c[r]], p.conf_g[c[r]]
             node[r] = nb
-            v, g = p.conf_vm[c], p.conf_g[c]
         ok = node >= 0
         if not ok.any():
             continue
-        conf_pos[:, pos] = np.where(ok, c, -1)
-        node_pos[:, pos] = node
+        conf_pos[pos] = np.where(ok, c, -1)
         fi = jj * C + c
-        tard += np.where(ok, tard_jc[fi], 0.0)
-        eq1 += np.where(ok, eq1_jc[fi], 0.0)
         spare -= np.where(ok, g, 0)
-        r = rows if ok.all() else rows[ok]
+        r = rows if ok.all() else np.flatnonzero(ok)
         flat = r * N + node[r]
         gr = g[r]
         before = free_f[flat].astype(np.int64)
@@ -208,29 +259,34 @@ def construct(
         free_f[flat] = before - gr
         open_f[flat] = True
         vr = v[r]
+        cls_f[flat] = vr * G1 + before - gr
         if fixed:  # steps (2) and (3) may have opened a closed node
             np.subtract.at(closed, (r[~was_open], vr[~was_open]), 1)
-        mf = max_free[r, vr]
+        mfi = r * V + vr
+        mf = mf_f[mfi]
         # the most-free open node of type v only changes if it was the node just used
-        max_free[r, vr] = np.where(was_open, mf, np.maximum(mf, before - gr))
+        mf_f[mfi] = np.where(was_open, mf, np.maximum(mf, before - gr))
+        cb = r * VG1 + vr * G1
+        cnt_f[cb + before] -= was_open
+        cnt_f[cb + before - gr] += 1
         again = was_open & (before == mf)
-        if again.any():
-            ra, va = r[again], vr[again]
-            max_free[ra, va] = np.where(is_open[ra] & (vm[ra] == va[:, None]), free[ra], -1).max(axis=1)
+        if again.any():  # the node used was the most free of its type: next lower class
+            cc = cnt_f[cb[again][:, None] + fs[None, :]] > 0
+            mf_f[mfi[again]] = np.where(cc.any(axis=1), G1 - 1 - np.argmax(cc[:, ::-1], axis=1), -1)
         rs = ra_jc[fi[r]]
         first = rs < minr_f[flat]
         minr_f[flat[first]] = rs[first]
         pi_f[flat[first]] = cost_jc[fi[r][first]]
-        if pos % 8 == 7 and np.all(spare == 0) and (fixed or np.all(n_open == N)):
-            break  # every iteration's cluster is saturated: the rest are postponed
 
-    sel_conf = np.full((n_it, k), -1, dtype=np.int64)
-    sel_node = np.full((n_it, k), -1, dtype=np.int64)
-    sel_conf[rows[:, None], orders] = conf_pos
-    sel_node[rows[:, None], orders] = node_pos
-    post = sel_conf < 0
+    cp, o = conf_pos[:n_pos], ordT[:n_pos]
+    placed = cp >= 0
+    # running jobs' tardiness and Eq. 1 terms, gathered once (not per position)
+    fi_all = o * C + np.maximum(cp, 0)
+    tard = np.where(placed, tard_jc[fi_all], 0.0).sum(axis=0)
+    eq1 = np.where(placed, eq1_jc[fi_all], 0.0).sum(axis=0)
     worst = w * np.maximum(0.0, st.t + p.params.H + m_slow - due)
+    post_worst = worst.sum() - np.where(placed, worst[o], 0.0).sum(axis=0)
     idle = (free * is_open).sum(axis=1)
-    obj = tard + p.params.rho * (post * worst[None, :]).sum(axis=1) + p.params.mu * idle
+    obj = tard + p.params.rho * post_worst + p.params.mu * idle
     obj += (pi * is_open).sum(axis=1)
-    return Batch(conf=sel_conf, node=sel_node, obj=obj, eq1=eq1)
+    return Batch(orders=orders, conf_pos=cp, node_pos=node_pos[:n_pos], obj=obj, eq1=eq1)

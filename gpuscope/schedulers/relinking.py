@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuscope.schedulers.greedy import Batch
 from gpuscope.schedulers.model import Problem
 from gpuscope.schedulers.step import Decision, StepState, node_types
 
@@ -152,17 +153,19 @@ def postprocess(p: Problem, st: StepState, d: Decision) -> Decision:
     return d
 
 
-def elite(p: Problem, conf: np.ndarray, node: np.ndarray, value: np.ndarray, sigma: int) -> list[Decision]:
-    """The σ best distinct solutions by ``value`` (larger is better), best first."""
+def elite(batch: Batch, value: np.ndarray, sigma: int) -> list[Decision]:
+    """The σ best distinct solutions of a construction by ``value`` (larger is better), best
+    first."""
     order = np.argsort(-value, kind="stable")
     out: list[Decision] = []
     seen: set[bytes] = set()
     for i in order:
-        key = conf[i].tobytes()
+        d = batch.decision(int(i))
+        key = d.conf.tobytes()
         if key in seen:
             continue
         seen.add(key)
-        out.append(Decision(node=node[i].copy(), conf=conf[i].copy()))
+        out.append(d)
         if len(out) == sigma:
             break
     return out
