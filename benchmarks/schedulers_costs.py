@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpuscope.schedulers.experiments import reductions, run_grid
+from gpuscope.schedulers.experiments import PR_EQ1, reductions, run_grid
+from gpuscope.schedulers.methods import METHODS
 
 
 def main() -> None:
@@ -28,17 +29,27 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--arrivals", nargs="+", default=["exponential", "high", "low"])
     ap.add_argument("--source", default="alexnet")
+    ap.add_argument("--methods", nargs="+", default=[*METHODS, PR_EQ1],
+                    help=f"default: all of {', '.join(METHODS)} and {PR_EQ1} (paper-literal PR)")
     ap.add_argument("--out", default="docs/schedulers_costs.csv")
+    ap.add_argument("--table", nargs="+", default=None,
+                    help="only print the tables of these CSVs (concatenated), run nothing")
     args = ap.parse_args()
-    runs = run_grid(args.nodes, args.seeds, args.arrivals, source=args.source)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(args.out, index=False, float_format="%.4f")
+    if args.table:
+        runs = pd.concat([pd.read_csv(f) for f in args.table], ignore_index=True)
+    else:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        runs = run_grid(args.nodes, args.seeds, args.arrivals, methods=args.methods,
+                        source=args.source, out=args.out)
     pd.set_option("display.width", 160)
     mean_cost = runs.pivot_table(index=["N", "arrivals"], columns="method", values="total_cost")
     print("mean total cost over instance seeds ($, emulated: simulation over measured t_jng):")
     print(mean_cost.round(1).to_string())
     for ref, target in (("pr", "PR vs EDF: seed 002 reports 23-97 % on average"),
+                        ("pr-eq1", "paper-literal PR (Eq. 1) vs EDF: seed 002 reports 23-97 %"),
                         ("rg", "RG vs FIFO/EDF/PS: seed 000 reports 30-62 % on average")):
+        if ref not in set(runs.method):
+            continue
         red = reductions(runs, ref)
         red = red[red.vs.isin(["fifo", "edf", "ps"])]
         print(f"\n% cost reduction of {ref.upper()} (Eq. 3), mean [min, max] over seeds -- {target}")
@@ -46,7 +57,19 @@ def main() -> None:
         print(red.pivot_table(index=["N", "arrivals"], columns="vs", values="cell", aggfunc="first").to_string())
     print(f"\nCPU seconds per simulation (median by method): "
           f"{runs.groupby('method').cpu_s.median().round(2).to_dict()}")
-    print(f"runs written to {args.out}")
+    if "pr-eq1" in set(runs.method):
+        wide = runs.pivot_table(index=["N", "arrivals", "seed"], columns="method", values="total_cost")
+        d = (100 * (wide["pr-eq1"] - wide["pr"]) / wide["pr-eq1"]).groupby(level=[0, 1]).mean()
+        print("\n% cost reduction of PR (P1a selection, default) vs paper-literal PR (Eq. 1), mean:")
+        print(d.round(1).to_string())
+    for ref in ("pr", "pr-eq1"):
+        if ref in set(runs.method) and "rg" in set(runs.method):
+            wide = runs.pivot_table(index=["N", "arrivals", "seed"], columns="method", values="total_cost")
+            d = (100 * (wide["rg"] - wide[ref]) / wide["rg"]).groupby(level=[0, 1]).agg(["mean", "min", "max"])
+            print(f"\n% cost reduction of {ref} vs RG, mean [min, max] over seeds:")
+            print(d.round(1).to_string())
+    if not args.table:
+        print(f"runs written to {args.out}")
 
 
 if __name__ == "__main__":

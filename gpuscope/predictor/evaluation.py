@@ -18,6 +18,7 @@ from gpuscope.predictor.batching import build_inputs, predict_inputs
 from gpuscope.predictor.checkpoint import PredictorBundle
 from gpuscope.predictor.data import PredictorData
 from gpuscope.predictor.metrics import evaluation_table, score
+from gpuscope.predictor.scaling import MinMaxLabels
 from gpuscope.predictor.splits import make_splits, subsample
 from gpuscope.predictor.threads import torch_threads
 
@@ -50,12 +51,17 @@ def eval_splits(bundle: PredictorBundle, data: PredictorData) -> dict[str, np.nd
 def score_rows(name: str, pred: np.ndarray, data: PredictorData, bundle: PredictorBundle,
                parts: dict[str, np.ndarray]) -> list[dict[str, object]]:
     y = data.targets(bundle.targets)
+    # the plain min-max space of this dataset's training rows (the checkpoint's when the
+    # dataset is another one)
+    space = bundle.labels
+    if parts.get("train") is not None and parts["train"].size:
+        space = MinMaxLabels(bundle.targets).fit(y[parts["train"]])
     out = []
     for split in SPLIT_ORDER:
         rows = parts.get(split)
         if rows is None or rows.size == 0:
             continue
-        out.append({"model": name, "split": split, **score(pred[rows], y[rows], bundle.labels)})
+        out.append({"model": name, "split": split, **score(pred[rows], y[rows], space)})
     return out
 
 

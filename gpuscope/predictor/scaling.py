@@ -65,7 +65,7 @@ class MinMaxLabels:
 
     NaN labels stay NaN (the loss masks them); a target with no observed training value gets
     min 0, max 1; a target constant on the training split gets the range of
-    ``_fallback_range`` (100 for a percentage peak, else 1).
+    ``_fallback_range`` (100 for a percentage peak, 1024 MB for the memory peak, else 1).
     """
 
     targets: tuple[str, ...]
@@ -101,10 +101,14 @@ class MinMaxLabels:
 
     @staticmethod
     def _fallback_range(target: str) -> float:
-        """Range of a target that is constant on the training split: the capacity (100 %) of
-        a percentage peak, else 1 (label units)."""
+        """Range of a target that is constant on the training split (a peak never reached):
+        one physical unit of scale — 100 for a percentage peak, 1024 (1 GiB) for the memory
+        peak in MB, 1 (second) for times — so rows that leave the constant are scored on a
+        physical scale instead of an arbitrary one."""
         percent_peaks = {f"{r}_peak" for r in RESOURCES if UNITS[r] == "%"}
-        return PERCENT_CAPACITY if target in percent_peaks else 1.0
+        if target in percent_peaks:
+            return PERCENT_CAPACITY
+        return 1024.0 if target == "gpu_mem_peak" else 1.0
 
     def fit(self, y: np.ndarray) -> MinMaxLabels:
         self.min_, self.max_ = self._range(self._f(y))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from itertools import product
+from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
@@ -15,11 +16,22 @@ from gpuscope.schedulers.instances import generate
 from gpuscope.schedulers.methods import METHODS, make_method
 from gpuscope.schedulers.simulate import simulate
 
+#: Extra experiment-only method name: Path Relinking with seed 002's Eq. 1 as written.
+PR_EQ1 = "pr-eq1"
+
+
+def _method(name: str, seed: int):
+    if name == PR_EQ1:
+        return make_method("pr", seed=seed, pr_objective="eq1")
+    return make_method(name, seed=seed)
+
 
 def run_grid(nodes: Iterable[int], seeds: Iterable[int], arrivals: Iterable[str],
              methods: Iterable[str] = METHODS, source: str = "alexnet", method_seed: int = 1,
-             progress: bool = True) -> pd.DataFrame:
-    """One row per (N, arrivals, instance seed, method): costs, late jobs, CPU seconds."""
+             progress: bool = True, out: str | Path | None = None) -> pd.DataFrame:
+    """One row per (N, arrivals, instance seed, method): costs, late jobs, CPU seconds.
+    ``methods`` may include ``"pr-eq1"`` (paper-literal PR); with ``out`` the rows so far are
+    written (CSV) after every instance, so an interrupted grid keeps its finished cells."""
     rows = []
     cells = list(product(nodes, arrivals, seeds))
     methods = list(methods)
@@ -28,12 +40,14 @@ def run_grid(nodes: Iterable[int], seeds: Iterable[int], arrivals: Iterable[str]
         p = generate(source, n, seed=seed, arrivals=arr)
         for m in methods:
             c = time.process_time()
-            s = simulate(p, make_method(m, seed=method_seed)).summary
+            s = simulate(p, _method(m, method_seed)).summary
             rows.append({"source": source, "N": n, "J": p.n_jobs, "arrivals": arr, "seed": seed,
                          "method": m, "total_cost": s["total_cost"], "exec_cost": s["exec_cost"],
                          "tardiness_cost": s["tardiness_cost"], "late_jobs": s["late_jobs"],
                          "points": s["rescheduling_points"], "cpu_s": time.process_time() - c})
             bar.update(1)
+        if out is not None:
+            pd.DataFrame(rows).to_csv(out, index=False, float_format="%.4f")
     bar.close()
     return pd.DataFrame(rows)
 

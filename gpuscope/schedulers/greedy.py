@@ -31,7 +31,6 @@ from gpuscope.schedulers.step import (
     pressure,
 )
 
-
 #: Positions whose random draws are made together (the loop usually stops long before k).
 CHUNK = 64
 
@@ -148,7 +147,7 @@ def construct(
     # class code of every node, v * G1 + free GPUs (unopened VM-model nodes: V * G1), kept in
     # step with ``vm``/``free`` so that step (3) is one gather into the suboptimal table
     G1 = sub_key.shape[2]
-    cls = np.where(vm >= 0, vm.astype(np.int64) * G1 + free, V * G1)
+    cls = np.where(vm >= 0, vm.astype(np.int32) * G1 + free, V * G1).astype(np.int32)
     cls_f = cls.reshape(-1)
     # per (job, config) quantities, gathered by flat index j * C + c
     C = Ra.shape[1]
@@ -237,7 +236,7 @@ def construct(
         if todo.any():  # (3) best suboptimal configuration on any node with free GPUs
             r = np.flatnonzero(todo)
             # full nodes (f = 0) and unopened ones index inf entries of the table
-            sk = sub_flat[(jj[r] * VG)[:, None] + cls[r]]
+            sk = sub_flat[(jj[r] * VG).astype(np.int32)[:, None] + cls[r]]
             nb = np.argmin(sk, axis=1)
             okk = np.isfinite(sk[np.arange(len(r)), nb])
             r, nb = r[okk], nb[okk]

@@ -121,10 +121,10 @@ def postprocess(p: Problem, st: StepState, d: Decision) -> Decision:
         return d
     d = Decision(node=d.node.copy(), conf=d.conf.copy())
     vm, free = _node_state(p, d)
-    for n in np.flatnonzero(vm >= 0):
-        on = np.flatnonzero((d.node == n) & (d.conf >= 0))
-        if len(on) == 0:
-            continue
+    run = np.flatnonzero(d.conf >= 0)
+    run = run[np.argsort(d.node[run], kind="stable")]  # jobs grouped by node, job order kept
+    nodes, starts = np.unique(d.node[run], return_index=True)
+    for n, on in zip(nodes.tolist(), np.split(run, starts[1:])):
         v = vm[n]
         g = p.conf_g[d.conf[on]]
         used = int(g.sum())

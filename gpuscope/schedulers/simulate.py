@@ -59,9 +59,11 @@ def _relabel(p: Problem, prev: np.ndarray, node: np.ndarray, conf: np.ndarray) -
     vm = node_types(p, node, conf)
     mapping = np.full(p.n_nodes, -1, dtype=np.int64)
     taken = np.zeros(p.n_nodes, dtype=bool)
-    pairs = pd.DataFrame({"new": node[run & (prev >= 0)], "old": prev[run & (prev >= 0)]})
-    counts = pairs.value_counts().sort_values(ascending=False, kind="stable")
-    for (new, old), _ in counts.items():
+    both = run & (prev >= 0)
+    # (new, old) node pairs by how many jobs they share, most first (ties: smallest pair)
+    pairs, counts = np.unique(node[both] * p.n_nodes + prev[both], return_counts=True)
+    for code in pairs[np.argsort(-counts, kind="stable")].tolist():
+        new, old = divmod(code, p.n_nodes)
         if mapping[new] < 0 and not taken[old]:
             mapping[new], taken[old] = old, True
     rest = iter(np.flatnonzero(~taken))
