@@ -221,3 +221,22 @@ def test_graph_statistics_are_log_totals() -> None:
 
     g = Data(x=torch.tensor([[1.0, 2.0], [3.0, 4.0]]), edge_index=torch.zeros(2, 0, dtype=torch.long))
     assert torch.allclose(graph_stats(g), torch.log1p(torch.tensor([4.0, 6.0, 2.0])).double())
+
+
+def test_exec_per_step_scales_with_run_length() -> None:
+    from gpuscope.predictor.predict import Predictor
+
+    d = synthetic_dataset(n_jobs=24, max_nodes=10, unseen=0, noise=0.0, seed=2)
+    res = fit_predictor(d, TrainConfig(epochs=3, steps=2, hidden=16, progress=False,
+                                       exec_per_step=True))
+    assert res.bundle.exec_per_step
+    from gpuscope.predictor.data import job_from_row
+
+    job = job_from_row(d.labels.iloc[0]).with_(steps_per_epoch=100, job_id="s")
+    p = Predictor(res.bundle, graphs=d.graphs)
+    short, long = p.predict([job, job.with_(steps_per_epoch=1000, job_id="x")])["exec_time_s"]
+    # same graph; the per-step output differs only through the context's step features
+    assert long / short > 3
+    y = res.bundle.to_label_units(np.ones((2, len(TARGETS))), np.array([10.0, 20.0]))
+    assert y[:, TARGETS.index("exec_time_s")].tolist() == [10.0, 20.0]
+    assert y[:, 0].tolist() == [1.0, 1.0]

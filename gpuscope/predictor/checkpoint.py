@@ -9,7 +9,8 @@
 ``features``/``contexts``/``devices``/``gstats`` (input standardisers), ``vocab`` (op vocabulary JSON),
 ``device``, ``provenance``, ``dataset_fingerprint``, ``split`` (kind, seed), ``train``
 (epochs run, best validation loss, seconds), ``device_names`` (multi-device model),
-``encoding`` (the graph encoding's ``k`` and ``features``, to encode new jobs' graphs alike).
+``encoding`` (the graph encoding's ``k`` and ``features``, to encode new jobs' graphs alike),
+``exec_per_step`` (the execution-time output is per training step).
 
 A file of another format version, a different target set than expected, or a corrupt file
 raises :class:`gpuscope.errors.CheckpointError` with one line naming the problem.
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from gpuscope import __version__
@@ -52,6 +54,16 @@ class PredictorBundle:
     split: dict[str, Any] = field(default_factory=dict)
     train: dict[str, Any] = field(default_factory=dict)
     encoding: dict[str, Any] = field(default_factory=lambda: {"k": 100, "features": "driple"})
+    exec_per_step: bool = False
+
+    def to_label_units(self, y: np.ndarray, total_steps: np.ndarray) -> np.ndarray:
+        """Model outputs (already de-normalised) → label units: with ``exec_per_step`` the
+        execution-time output is a time per training step, multiplied back by the run's
+        steps."""
+        y = np.array(y, dtype=np.float64)
+        if self.exec_per_step and "exec_time_s" in self.targets:
+            y[:, self.targets.index("exec_time_s")] *= np.asarray(total_steps, dtype=np.float64)
+        return y
 
     @property
     def config(self) -> ModelConfig:
@@ -84,6 +96,7 @@ def save_checkpoint(bundle: PredictorBundle, path: str | Path, half: bool = Fals
         "device": bundle.device, "provenance": bundle.provenance,
         "dataset_fingerprint": bundle.dataset_fingerprint, "split": dict(bundle.split),
         "train": dict(bundle.train), "encoding": dict(bundle.encoding),
+        "exec_per_step": bool(bundle.exec_per_step),
     }
     tmp = path.with_name(path.name + ".tmp")
     torch.save(obj, tmp)
@@ -136,7 +149,8 @@ def load_checkpoint(path: str | Path, targets: str | tuple[str, ...] | None = No
             gstats=Standardizer.from_dict(gstats) if gstats else None,
             device_names=list(obj.get("device_names", [])), split=dict(obj.get("split", {})),
             train=dict(obj.get("train", {})),
-            encoding=dict(obj.get("encoding", {"k": 100, "features": "driple"})))
+            encoding=dict(obj.get("encoding", {"k": 100, "features": "driple"})),
+            exec_per_step=bool(obj.get("exec_per_step", False)))
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(f"checkpoint {path} is corrupt ({first[:120]})") from None

@@ -3,7 +3,7 @@
     gpuscope train --dataset datasets/emulated/titanx -o models/titanx.pt \\
         [--targets full|driple] [--split random|family] [--seed 0] [--epochs 150] \\
         [--init-from models/gtx1080.pt --finetune all|head] [--fraction 1.0] [--half] \
-        [--graph-stats] [--steps L]
+        [--graph-stats] [--exec-per-step] [--steps L]
     gpuscope evaluate --dataset datasets/emulated/titanx --model models/titanx.pt [--baseline gbt]
     gpuscope predict --model models/titanx.pt --jobs queue.csv -o pred.csv \\
         [--graphs datasets/emulated/titanx]
@@ -42,6 +42,8 @@ def register(subparsers: Any) -> None:
     t.add_argument("--finetune", default="all", help="all (default) or head (with --init-from)")
     t.add_argument("--graph-stats", action="store_true",
                    help="also feed whole-graph statistics to the MLP (beyond the seed)")
+    t.add_argument("--exec-per-step", action="store_true",
+                   help="learn execution time per training step (scales with run length)")
     t.add_argument("--half", action="store_true", help="store weights as float16")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
@@ -79,7 +81,8 @@ def _train(a: argparse.Namespace) -> int:
     cfg = TrainConfig(targets=a.targets, split=a.split, seed=a.seed, epochs=a.epochs,
                       patience=a.patience, batch_size=a.batch_size, lr=a.lr, hidden=a.hidden,
                       steps=a.steps, fraction=a.fraction, finetune=a.finetune,
-                      graph_stats=a.graph_stats, progress=not a.quiet)
+                      graph_stats=a.graph_stats, exec_per_step=a.exec_per_step,
+                      progress=not a.quiet)
     targets = cfg.target_names()
     src = load_checkpoint(a.init_from, targets) if a.init_from else None
     data = load_dataset(a.dataset)

@@ -89,6 +89,11 @@ class PredictorData:
             y[self.labels["status"].astype(str).to_numpy() != "ok"] = np.nan
         return y
 
+    def total_steps(self) -> np.ndarray:
+        """Training steps of each row's run (epochs × steps per epoch)."""
+        return np.array([job_from_row(r).total_steps for _, r in self.labels.iterrows()],
+                        dtype=np.float64)
+
     def oom_labels(self) -> tuple[np.ndarray, np.ndarray]:
         """(is_oom 0/1, usable) per row: the OOM head learns from ok and oom runs."""
         status = self.labels.get("status", pd.Series(["ok"] * len(self))).astype(str).to_numpy()

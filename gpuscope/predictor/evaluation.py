@@ -33,7 +33,8 @@ def bundle_predict(bundle: PredictorBundle, data: PredictorData,
                        device_vectors, bundle.devices, gstats=bundle.gstats)
     with torch_threads(1):
         pred, _ = predict_inputs(bundle.net, inp)
-    return np.clip(bundle.labels.inverse(pred.double().numpy()), 0.0, None)
+    y = bundle.to_label_units(bundle.labels.inverse(pred.double().numpy()), data.total_steps())
+    return np.clip(y, 0.0, None)
 
 
 def eval_splits(bundle: PredictorBundle, data: PredictorData) -> dict[str, np.ndarray]:

@@ -133,7 +133,8 @@ class Predictor:
         dev = self._device_vec.expand(len(jobs), -1) if self._device_vec is not None else None
         with torch.no_grad():
             pred, logit = self.bundle.net.head_forward(ro, ctx, dev, gs)
-        y = self.bundle.labels.inverse(pred.double().numpy())
+        y = self.bundle.to_label_units(self.bundle.labels.inverse(pred.double().numpy()),
+                                       np.array([j.total_steps for j in jobs], dtype=np.float64))
         return np.clip(y, 0.0, None), torch.sigmoid(logit).double().numpy()
 
     def predict(self, jobs: Sequence[JobSpec]) -> pd.DataFrame:

@@ -13,6 +13,10 @@ Transfer learning (seed 001 §4.4): ``init_from`` is a source device's trained b
 weights and input standardisers are copied (the network then sees inputs on the scale it was
 trained on), the labels are re-normalised on the target device's training split, and either
 all weights are fine-tuned (``finetune="all"``) or only the MLP head (``"head"``).
+
+``exec_per_step`` (beyond the seed): the execution-time label is divided by the run's
+training steps (epochs × steps per epoch) before normalisation and the prediction multiplied
+back, so execution time scales with run length outside the trained range.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ class TrainConfig:
     max_steps: int = 64
     log_targets: tuple[str, ...] = ("exec_time_s",)
     graph_stats: bool = False
+    exec_per_step: bool = False
     fraction: float = 1.0
     finetune: str = "all"
     progress: bool = True
@@ -144,6 +149,8 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
     if train_rows.size == 0:
         raise InputError("the training split is empty")
     y_raw = data.targets(targets)
+    if cfg.exec_per_step and "exec_time_s" in targets:  # learn time per step, × steps back
+        y_raw[:, targets.index("exec_time_s")] /= data.total_steps()
     labels = MinMaxLabels(targets, tuple(t in cfg.log_targets for t in targets))
     labels.fit(y_raw[train_rows])
     y = torch.tensor(labels.transform(y_raw), dtype=torch.float32)
@@ -234,6 +241,7 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
         device=data.device, provenance=data.provenance, vocab_json=data.vocab_json,
         dataset_fingerprint=data.fingerprint, devices=devices, gstats=gstats, encoding=dict(data.encoding or {}),
         split={"kind": cfg.split, "seed": cfg.seed, "fraction": cfg.fraction},
+        exec_per_step=bool(cfg.exec_per_step and "exec_time_s" in targets),
         train={"epochs_run": len(history), "best_val_mse": best, "seconds": seconds,
                "lr": cfg.lr, "batch_size": cfg.batch_size,
                "init_from": init_from.device if init_from is not None else "",
