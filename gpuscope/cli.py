@@ -74,6 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as e:
         sys.stderr.write(f"gpuscope: error: {e}\n")
         return 2
+    except BrokenPipeError:  # `gpuscope graph show g.json | head`: the reader left, not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         sys.stderr.write("gpuscope: interrupted; finished work is kept\n")
         return 130

@@ -219,8 +219,36 @@ def test_more_epochs_predict_a_longer_run_after_training() -> None:
 def test_graph_statistics_are_log_totals() -> None:
     from gpuscope.predictor.batching import graph_stats
 
-    g = Data(x=torch.tensor([[1.0, 2.0], [3.0, 4.0]]), edge_index=torch.zeros(2, 0, dtype=torch.long))
-    assert torch.allclose(graph_stats(g), torch.log1p(torch.tensor([4.0, 6.0, 2.0])).double())
+    g = Data(x=torch.tensor([[1.0, 2.0], [3.0, 4.0]]),
+             edge_index=torch.tensor([[0, 1, 0], [1, 0, 1]]))
+    # sums (4, 6), 2 nodes, column maxima (3, 4), 3 edges
+    want = torch.log1p(torch.tensor([4.0, 6.0, 2.0, 3.0, 4.0, 3.0])).double()
+    assert torch.allclose(graph_stats(g), want)
+    assert torch.allclose(graph_stats(g, 3), want[:3])  # older checkpoints' F + 1 form
+
+
+def test_exec_time_is_min_max_normalised_in_log_space() -> None:
+    d = synthetic_dataset(n_jobs=24, max_nodes=10, unseen=0, noise=0.0, seed=4)
+    res = fit_predictor(d, TrainConfig(epochs=1, steps=2, hidden=16, progress=False))
+    lab = res.bundle.labels
+    j = TARGETS.index("exec_time_s")
+    assert lab.log[j] and not lab.log[TARGETS.index("gpu_util_peak")]
+    y = d.targets(TARGETS)
+    tr = res.splits["train"]
+    t = np.log1p(y[tr, j])
+    # min-max on the logs of the training split, worked out by hand
+    assert lab.min_[j] == pytest.approx(t.min()) and lab.max_[j] == pytest.approx(t.max())
+    z = lab.transform(y)
+    assert np.allclose(z[tr, j], (t - t.min()) / (t.max() - t.min()))
+    ok = np.isfinite(y[:, j])
+    assert np.allclose(lab.inverse(z)[ok, j], y[ok, j])  # round trip back to seconds
+    back = MinMaxLabels.from_dict(lab.to_dict())
+    assert np.allclose(back.inverse(back.transform(y))[ok, j], y[ok, j])
+    # the paper-literal switch: plain min-max (no log)
+    plain = fit_predictor(d, TrainConfig(epochs=1, steps=2, hidden=16, progress=False,
+                                         log_targets=())).bundle.labels
+    assert not any(plain.log)
+    assert plain.min_[j] == pytest.approx(np.nanmin(y[tr, j]))
 
 
 def test_exec_per_step_scales_with_run_length() -> None:

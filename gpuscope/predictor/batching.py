@@ -43,12 +43,20 @@ def scale_graph(g: Data, features: Standardizer) -> Data:
                 num_nodes=int(g.x.shape[0]))
 
 
-def graph_stats(g: Data) -> Tensor:
-    """Whole-graph statistics g of one raw encoded graph: log1p Σ_nodes x_f per feature
-    column f, and log1p of the node count."""
+def graph_stats(g: Data, width: int | None = None) -> Tensor:
+    """Whole-graph statistics g of one raw encoded graph (beyond the seed: Set2Set is a
+    weighted *mean*, so totals such as the whole model's tensor volume are lost in r):
+    log1p Σ_nodes x_f per feature column f, log1p node count, then log1p max_nodes x_f per
+    column and log1p edge count. ``width`` keeps the first ``width`` entries (a checkpoint
+    fitted on the shorter F + 1 form of sums and node count keeps loading)."""
     x = g.x.double().clamp(min=0)
-    return torch.cat([torch.log1p(x.sum(0)), torch.log1p(torch.tensor([float(x.shape[0])],
-                                                                        dtype=torch.float64))])
+    n_edges = float(g.edge_index.shape[1]) if getattr(g, "edge_index", None) is not None else 0.0
+    mx = x.max(0).values if x.shape[0] else torch.zeros(x.shape[1], dtype=torch.float64)
+    full = torch.cat([torch.log1p(x.sum(0)),
+                      torch.log1p(torch.tensor([float(x.shape[0])], dtype=torch.float64)),
+                      torch.log1p(mx),
+                      torch.log1p(torch.tensor([n_edges], dtype=torch.float64))])
+    return full if width is None else full[:width]
 
 
 def build_inputs(graph_keys: list[str], graphs: dict[str, Data], context: Tensor,
@@ -74,7 +82,8 @@ def build_inputs(graph_keys: list[str], graphs: dict[str, Data], context: Tensor
         dev = devices.transform(device) if devices is not None else device.float()
     gs = None
     if gstats is not None:
-        gs = gstats.transform(torch.stack([graph_stats(graphs[k]) for k in keys]))
+        gs = gstats.transform(torch.stack([graph_stats(graphs[k], len(gstats.mean_))
+                                           for k in keys]))
     return NetInputs(scaled, keys, gi, contexts.transform(context), dev, gs)
 
 

@@ -3,7 +3,7 @@
     gpuscope train --dataset datasets/emulated/titanx -o models/titanx.pt \\
         [--targets full|driple] [--split random|family] [--seed 0] [--epochs 150] \\
         [--init-from models/gtx1080.pt --finetune all|head] [--fraction 1.0] [--half] \
-        [--graph-stats] [--exec-per-step] [--steps L]
+        [--no-graph-stats] [--exec-per-step] [--steps 8|half]
     gpuscope evaluate --dataset datasets/emulated/titanx --model models/titanx.pt [--baseline gbt]
     gpuscope predict --model models/titanx.pt --jobs queue.csv -o pred.csv \\
         [--graphs datasets/emulated/titanx]
@@ -34,14 +34,16 @@ def register(subparsers: Any) -> None:
     t.add_argument("--batch-size", type=int, default=32)
     t.add_argument("--lr", type=float, default=3e-3)
     t.add_argument("--hidden", type=int, default=64)
-    t.add_argument("--steps", type=int, default=None,
-                   help="fixed number of shared-GCN steps L (default: N/2 per graph)")
+    t.add_argument("--steps", default="8",
+                   help="shared-GCN steps L: an integer (default 8) or 'half' for the seed's "
+                        "L = N/2 per graph")
     t.add_argument("--fraction", type=float, default=1.0,
                    help="fraction of the training split to use (data-efficiency runs)")
     t.add_argument("--init-from", help="transfer learning: start from this checkpoint")
     t.add_argument("--finetune", default="all", help="all (default) or head (with --init-from)")
-    t.add_argument("--graph-stats", action="store_true",
-                   help="also feed whole-graph statistics to the MLP (beyond the seed)")
+    t.add_argument("--graph-stats", action=argparse.BooleanOptionalAction, default=True,
+                   help="feed whole-graph statistics to the MLP beside u (default; beyond the "
+                        "seed); --no-graph-stats for the seed's [r ‖ u]")
     t.add_argument("--exec-per-step", action="store_true",
                    help="learn execution time per training step (scales with run length)")
     t.add_argument("--half", action="store_true", help="store weights as float16")
@@ -69,6 +71,18 @@ def _positive(name: str, v: float) -> None:
         raise InputError(f"--{name} must be > 0, got {v}")
 
 
+def _steps(v: str) -> int | None:
+    """``--steps``: a positive integer, or ``half`` (None: the seed's L = N/2 per graph)."""
+    if str(v).lower() in ("half", "n/2"):
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        raise InputError(f"--steps must be a positive integer or 'half', got {v!r}") from None
+    _positive("steps", n)
+    return n
+
+
 def _train(a: argparse.Namespace) -> int:
     from gpuscope.predictor.checkpoint import load_checkpoint, save_checkpoint
     from gpuscope.predictor.data import load_dataset
@@ -80,7 +94,7 @@ def _train(a: argparse.Namespace) -> int:
         raise InputError(f"--fraction must be in (0, 1], got {a.fraction}")
     cfg = TrainConfig(targets=a.targets, split=a.split, seed=a.seed, epochs=a.epochs,
                       patience=a.patience, batch_size=a.batch_size, lr=a.lr, hidden=a.hidden,
-                      steps=a.steps, fraction=a.fraction, finetune=a.finetune,
+                      steps=_steps(a.steps), fraction=a.fraction, finetune=a.finetune,
                       graph_stats=a.graph_stats, exec_per_step=a.exec_per_step,
                       progress=not a.quiet)
     targets = cfg.target_names()

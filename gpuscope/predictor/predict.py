@@ -97,7 +97,8 @@ class Predictor:
                                      f"expects {self.bundle.config.in_dim}")
                 data.append(scale_graph(g, self.bundle.features))
                 if self.bundle.gstats is not None:
-                    self._gstats[k] = self.bundle.gstats.transform(graph_stats(g)[None])[0]
+                    gs = self.bundle.gstats
+                    self._gstats[k] = gs.transform(graph_stats(g, len(gs.mean_))[None])[0]
             net = self.bundle.net
             net.eval()
             with torch.no_grad():
