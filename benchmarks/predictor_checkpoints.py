@@ -6,7 +6,8 @@
 For every bundled emulated device: ``<device>.pt`` (13 targets) and ``<device>-driple.pt``
 (6 Driple targets); for each measured dataset: ``<device>.pt`` (CPU targets and execution time
 are the only observed labels; GPU targets are masked). Random 60/20/20 split, seed 0, weights
-stored as float16. Prints one line per checkpoint: provenance, best validation MSE (training
+stored as float16; otherwise ``TrainConfig``'s default recipe (whole-graph statistics into the
+MLP, log-space execution time). Bundled files: ``--epochs 100 --patience 15``. Prints one line per checkpoint: provenance, best validation MSE (training
 label space), plain min-max nMSE on val/test, exec-time MAPE on test and on the unseen
 (Table 4) rows, epochs, seconds. ``--jobs 2`` trains two checkpoints at a time (processes).
 """

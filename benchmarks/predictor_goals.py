@@ -2,7 +2,11 @@
 data separately.
 
     .venv/bin/python benchmarks/predictor_goals.py [--devices gtx1080,...] [--measured amd-epyc]
-        [--steps 8] [--family-devices titanx,h100] [--skip-time]
+        [--steps 8] [--family-devices titanx,h100] [--skip-time] \
+        [--epochs 100 --patience 15] [--ckpt-dir datasets/checkpoints]
+
+The training recipe is ``TrainConfig``'s default (L = 8, whole-graph statistics, log-space
+execution time) with the epochs/patience given.
 
 1. normalised validation MSE ≤ 0.010 per device, random split: the bundled checkpoints'
    (datasets/checkpoints/<device>.pt) validation rows, plain min-max space of the training split;
@@ -39,7 +43,9 @@ def main() -> int:
     ap.add_argument("--measured", default="amd-epyc")
     ap.add_argument("--family-devices", default="gtx1080,titanx,h100")
     ap.add_argument("--steps", type=int, default=8, help="shared-GCN steps L (0: N/2)")
-    ap.add_argument("--epochs", type=int, default=150)
+    ap.add_argument("--epochs", type=int, default=100)
+    ap.add_argument("--patience", type=int, default=15)
+    ap.add_argument("--ckpt-dir", default=str(CKPT), help="bundled checkpoints to score")
     ap.add_argument("--skip-time", action="store_true", help="skip the training-time run")
     ap.add_argument("--skip-accuracy", action="store_true", help="skip goals 1-2")
     ap.add_argument("--time-default", action="store_true",
@@ -59,12 +65,13 @@ def main() -> int:
     from gpuscope.predictor.train import TrainConfig
 
     steps = a.steps or None
+    ckpt_dir = Path(a.ckpt_dir)
     sets = [("emulated", d) for d in a.devices.split(",") if d] + \
         [("measured", d) for d in a.measured.split(",") if d]
     rows = []
     for prov, dev in [] if a.skip_accuracy else sets:
         path = ROOT / "datasets" / prov / dev
-        ck = CKPT / f"{dev}.pt"
+        ck = ckpt_dir / f"{dev}.pt"
         if not path.is_dir() or not ck.is_file():
             print(f"skip {prov}/{dev}: dataset or checkpoint missing")
             continue
@@ -74,7 +81,8 @@ def main() -> int:
         if dev in a.family_devices.split(",") or prov == "measured":
             try:
                 res = fit_predictor(data, TrainConfig(split="family", steps=steps,
-                                                      epochs=a.epochs, progress=False))
+                                                      epochs=a.epochs, patience=a.patience,
+                                                      progress=False))
                 ft = evaluate(res.bundle, data).set_index("split")
                 fam = float(ft.loc["test", "mape_exec_pct"])
             except Exception as e:  # noqa: BLE001 - a tiny measured set may not split
@@ -120,12 +128,13 @@ def main() -> int:
         data = load_dataset(ROOT / "datasets" / "emulated" / "titanx")
         for st in (steps, None) if steps and a.time_default else (steps,):
             c0, t0 = time.process_time(), time.perf_counter()
-            res = fit_predictor(data, TrainConfig(steps=st, epochs=a.epochs, progress=False))
+            res = fit_predictor(data, TrainConfig(steps=st, epochs=a.epochs,
+                                                  patience=a.patience, progress=False))
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             print(f"goal 4  train titanx (432 runs, L={st or 'N/2'}): {wall:.1f} s wall, "
                   f"{cpu:.1f} s CPU, {len(res.history)} epochs, val loss {res.best_val:.4f} "
                   f"-> {verdict(wall, 120)} (wall)")
-    ck = CKPT / "titanx.pt"
+    ck = ckpt_dir / "titanx.pt"
     if ck.is_file():
         data_dir = ROOT / "datasets" / "emulated" / "titanx"
         jobs = (table_jobs(3) + table_jobs(4))

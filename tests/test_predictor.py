@@ -268,3 +268,16 @@ def test_exec_per_step_scales_with_run_length() -> None:
     y = res.bundle.to_label_units(np.ones((2, len(TARGETS))), np.array([10.0, 20.0]))
     assert y[:, TARGETS.index("exec_time_s")].tolist() == [10.0, 20.0]
     assert y[:, 0].tolist() == [1.0, 1.0]
+
+
+def test_bounded_outputs_stay_in_unit_interval_and_round_trip() -> None:
+    cfg = ModelConfig(3, 4, 3, steps=2, hidden=8, bounded=(1,))
+    torch.manual_seed(0)
+    net = DriplePredictorNet(cfg)
+    with torch.no_grad():
+        net.head.bias.fill_(50.0)  # a linear output would be ≈ 50
+        y, _ = net.head_forward(torch.zeros(2, 16), torch.zeros(2, 4))
+    assert torch.all((y[:, 1] > 0) & (y[:, 1] <= 1)) and torch.all(y[:, [0, 2]] > 10)
+    assert ModelConfig.from_dict(cfg.to_dict()) == cfg
+    old = {k: v for k, v in cfg.to_dict().items() if k != "bounded"}  # pre-`bounded` files
+    assert ModelConfig.from_dict(old).bounded == ()

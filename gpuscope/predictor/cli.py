@@ -3,7 +3,8 @@
     gpuscope train --dataset datasets/emulated/titanx -o models/titanx.pt \\
         [--targets full|driple] [--split random|family] [--seed 0] [--epochs 150] \\
         [--init-from models/gtx1080.pt --finetune all|head] [--fraction 1.0] [--half] \
-        [--no-graph-stats] [--exec-per-step] [--steps 8|half]
+        [--no-graph-stats] [--no-log-exec] [--bounded-peaks] [--exec-per-step] \
+        [--steps 8|half]
     gpuscope evaluate --dataset datasets/emulated/titanx --model models/titanx.pt [--baseline gbt]
     gpuscope predict --model models/titanx.pt --jobs queue.csv -o pred.csv \\
         [--graphs datasets/emulated/titanx]
@@ -44,6 +45,11 @@ def register(subparsers: Any) -> None:
     t.add_argument("--graph-stats", action=argparse.BooleanOptionalAction, default=True,
                    help="feed whole-graph statistics to the MLP beside u (default; beyond the "
                         "seed); --no-graph-stats for the seed's [r ‖ u]")
+    t.add_argument("--log-exec", action=argparse.BooleanOptionalAction, default=True,
+                   help="min-max normalise log(1 + exec_time_s) (default); --no-log-exec for "
+                        "the seed's plain min-max labels")
+    t.add_argument("--bounded-peaks", action="store_true",
+                   help="squash the percentage peaks' outputs with a sigmoid (opt-in)")
     t.add_argument("--exec-per-step", action="store_true",
                    help="learn execution time per training step (scales with run length)")
     t.add_argument("--half", action="store_true", help="store weights as float16")
@@ -96,6 +102,8 @@ def _train(a: argparse.Namespace) -> int:
                       patience=a.patience, batch_size=a.batch_size, lr=a.lr, hidden=a.hidden,
                       steps=_steps(a.steps), fraction=a.fraction, finetune=a.finetune,
                       graph_stats=a.graph_stats, exec_per_step=a.exec_per_step,
+                      log_targets=("exec_time_s",) if a.log_exec else (),
+                      bounded_peaks=a.bounded_peaks,
                       progress=not a.quiet)
     targets = cfg.target_names()
     src = load_checkpoint(a.init_from, targets) if a.init_from else None

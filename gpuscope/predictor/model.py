@@ -57,12 +57,18 @@ class ModelConfig:
     steps: int | None = None
     max_steps: int = 64
     set2set_steps: int = 3
+    #: output indices squashed by a sigmoid (bounded peaks, beyond the seed; () = linear)
+    bounded: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["bounded"] = [int(i) for i in self.bounded]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
+        d = dict(d)
+        d["bounded"] = tuple(int(i) for i in d.get("bounded", ()))
         return cls(**d)
 
 
@@ -136,7 +142,11 @@ class DriplePredictorNet(nn.Module):
             parts.append(gstats)
         z = torch.relu(self.mlp1(torch.cat(parts, dim=1)))
         z = torch.relu(self.mlp2(z))
-        return self.head(z), self.oom_head(z).squeeze(1)
+        y = self.head(z)
+        if self.config.bounded:  # a bimodal peak (0 vs ≈ 95 %) as a soft class in [0, 1]
+            idx = torch.tensor(self.config.bounded, dtype=torch.long)
+            y = y.index_copy(1, idx, torch.sigmoid(y.index_select(1, idx)))
+        return y, self.oom_head(z).squeeze(1)
 
     def forward(
         self,

@@ -49,7 +49,7 @@ from gpuscope.predictor.model import DriplePredictorNet, ModelConfig
 from gpuscope.predictor.scaling import MinMaxLabels, Standardizer
 from gpuscope.predictor.splits import make_splits, subsample
 from gpuscope.predictor.threads import torch_threads
-from gpuscope.resources import TARGET_SETS
+from gpuscope.resources import RESOURCES, TARGET_SETS, UNITS
 
 FINETUNE_MODES: tuple[str, ...] = ("all", "head")
 
@@ -79,6 +79,7 @@ class TrainConfig:
     max_steps: int = 64
     log_targets: tuple[str, ...] = ("exec_time_s",)
     graph_stats: bool = True
+    bounded_peaks: bool = False
     exec_per_step: bool = False
     fraction: float = 1.0
     finetune: str = "all"
@@ -130,6 +131,12 @@ def _check_transfer(src: PredictorBundle, cfg: ModelConfig, targets: tuple[str, 
         if getattr(s, name) != getattr(cfg, name):
             raise CheckpointError(f"--init-from checkpoint has {name}={getattr(s, name)}, "
                                   f"this dataset needs {getattr(cfg, name)}")
+
+
+def _bounded(targets: tuple[str, ...]) -> tuple[int, ...]:
+    """Indices of the percentage peaks (capacity-bounded; min-max labels in [0, 1])."""
+    pct = {f"{r}_peak" for r in RESOURCES if UNITS[r] == "%"}
+    return tuple(i for i, t in enumerate(targets) if t in pct)
 
 
 def fit_predictor(data: PredictorData, config: TrainConfig | None = None,
@@ -189,7 +196,9 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
                        device_dim=0 if device_vectors is None else int(device_vectors.shape[1]),
                        graph_dim=0 if inp.gstats is None else int(inp.gstats.shape[1]),
                        hidden=cfg.hidden, step_ratio=cfg.step_ratio, steps=cfg.steps,
-                       max_steps=cfg.max_steps)
+                       max_steps=cfg.max_steps,
+                       bounded=(init_from.config.bounded if init_from is not None else
+                                _bounded(targets) if cfg.bounded_peaks else ()))
     torch.manual_seed(cfg.seed)
     net = DriplePredictorNet(mcfg)
     if init_from is not None:
