@@ -1,7 +1,7 @@
 """Reproduce seed 001's allocation experiments and write the committed tables and figures.
 
     .venv/bin/python benchmarks/allocator_experiments.py [--model-dir datasets/checkpoints]
-        [--truth datasets/emulated] [--gavel /work/shared/data/gavel] [--gavel-only]
+        [--truth datasets/emulated] [--gavel datasets/external/gavel] [--gavel-only]
 
 Writes docs/tables/allocator_*.md and docs/figures/allocator_*.png:
 
@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpuscope.allocator.reproduce import reproduce_gavel, reproduce_seed001  # noqa: E402
+from gpuscope.external import gavel_dir  # noqa: E402
 
 
 def _avg_jct(md: str, label: str) -> float | None:
@@ -58,7 +59,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model-dir", default=str(ROOT / "datasets" / "checkpoints"))
     ap.add_argument("--truth", default=str(ROOT / "datasets" / "emulated"))
-    ap.add_argument("--gavel", default="/work/shared/data/gavel")
+    ap.add_argument("--gavel", default=str(gavel_dir()))
     ap.add_argument("--tables", default=str(ROOT / "docs" / "tables"))
     ap.add_argument("--figures", default=str(ROOT / "docs" / "figures"))
     ap.add_argument("--gavel-only", action="store_true")

@@ -13,7 +13,7 @@ is the CIFAR-10 ResNet-18 of Gavel's workloads (kuangliu's), which the catalog l
 traced here; Transformer, LM, Recommendation, CycleGAN and A3C have no catalog counterpart
 and are not compared. Usage:
 
-    python benchmarks/emulator_fidelity.py [--write] [--data ../shared/data]
+    python benchmarks/emulator_fidelity.py [--write] [--data datasets/external]
 
 ``--write`` stores the fitted parameters in gpuscope/emulator/calibration.json. Provenance of
 every emulated figure: emulated; of every reference figure: measured (by Gavel's and the
@@ -43,6 +43,7 @@ from gpuscope.emulator.calibrate import (
 )
 from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams
 from gpuscope.emulator.perf import GraphCost, estimate
+from gpuscope.external import data_dir
 from gpuscope.graphs import GraphCache
 from gpuscope.jobs import JobSpec
 
@@ -223,7 +224,7 @@ def report(name: str, err: np.ndarray) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    ap.add_argument("--data", default=str(data_dir()))
     ap.add_argument("--write", action="store_true", help="write gpuscope/emulator/calibration.json")
     ap.add_argument("--figure", default=None, help="write a PNG of emulated vs measured steps/s")
     args = ap.parse_args()

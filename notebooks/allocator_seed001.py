@@ -28,6 +28,7 @@ from gpuscope.allocator.reproduce import (
     table9_md,
 )
 from gpuscope.allocator.truth import truth_steps
+from gpuscope.external import gavel_dir
 
 ROOT = Path(__file__).resolve().parents[1] if "__file__" in globals() else Path.cwd()
 MODELS = Path(os.environ.get("GPUSCOPE_MODEL_DIR", ROOT / "datasets" / "checkpoints"))
@@ -65,6 +66,6 @@ print(comparison_md(inp, "All but one resource (Tables 19–20)", without))
 # ## Measured ground truth: Gavel's throughputs (execution-time policies only)
 
 # %%
-GAVEL = Path("/work/shared/data/gavel")
+GAVEL = gavel_dir()
 if GAVEL.is_dir():
     print(reproduce_gavel(GAVEL, "/tmp/gpuscope-notebook/tables", "/tmp/gpuscope-notebook/fig"))

@@ -14,6 +14,7 @@ from test_schedulers import small_problem
 
 from gpuscope.cli import main
 from gpuscope.errors import InputError
+from gpuscope.external import gpuscheduler_dir
 from gpuscope.schedulers import (
     Params,
     PathRelinking,
@@ -25,8 +26,7 @@ from gpuscope.schedulers import (
 from gpuscope.schedulers.instances import generate
 from gpuscope.schedulers.step import StepState, check_decision, f_obj
 
-EXAMPLE = Path("/work/shared/data/gpuscheduler/example-instance")
-needs_example = pytest.mark.skipif(not EXAMPLE.is_dir(), reason="shared example instance absent")
+EXAMPLE = gpuscheduler_dir() / "example-instance"
 
 
 def random_state(p, seed: int) -> StepState:
@@ -67,7 +67,6 @@ def test_pr_never_worse_than_rg_on_the_proxy_generated(seed) -> None:
     check_decision(p, stt, d_eq1)
 
 
-@needs_example
 def test_example_instance_improved_pr_matches_rg_and_eq1_postpones() -> None:
     """3 jobs, 2 nodes: Eq. 1 drops postponed jobs from its sum, so paper-literal PR postpones
     a job until it is late (total 226.18 against RG's 46.70, worked out in docs/schedulers.md);
@@ -81,7 +80,6 @@ def test_example_instance_improved_pr_matches_rg_and_eq1_postpones() -> None:
     assert lit["late_jobs"] >= 1 and lit["total_cost"] > 4 * rg["total_cost"]
 
 
-@needs_example
 def test_cli_pr_objective_switch(tmp_path: Path, capsys) -> None:
     assert main(["schedule", "--instance", str(EXAMPLE), "--method", "pr", "--pr-objective", "eq1",
                  "-o", str(tmp_path / "o")]) == 0

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from gpuscope.errors import InputError
+from gpuscope.external import gpuscheduler_dir
 from gpuscope.tjng import (
     JOBS_FILE,
     NODES_FILE,
@@ -27,8 +28,7 @@ from gpuscope.tjng import (
     write_tjng,
 )
 
-EXAMPLE = Path("/work/shared/data/gpuscheduler/example-instance")
-needs_example = pytest.mark.skipif(not EXAMPLE.is_dir(), reason="shared example instance absent")
+EXAMPLE = gpuscheduler_dir() / "example-instance"
 
 
 def _tjng() -> pd.DataFrame:
@@ -69,7 +69,6 @@ def test_tjng_file_round_trip(tmp_path: Path) -> None:
         write_tjng(_tjng(), tmp_path / "t.txt")
 
 
-@needs_example
 def test_example_instance_reads_and_writes_back_byte_for_byte(tmp_path: Path) -> None:
     inst = read_instance(EXAMPLE)
     assert inst.nodes == ["n1", "n2"] and len(inst.jobs) == 3 and len(inst.times) == 18
@@ -78,7 +77,6 @@ def test_example_instance_reads_and_writes_back_byte_for_byte(tmp_path: Path) ->
         assert filecmp.cmp(EXAMPLE / f, tmp_path / f, shallow=False), f
 
 
-@needs_example
 def test_tjng_instance_conversions_round_trip() -> None:
     inst = read_instance(EXAMPLE)
     t = instance_to_tjng(inst)
@@ -107,7 +105,6 @@ def test_tjng_to_instance_default_catalog() -> None:
     (TIMES_FILE, "UniqueJobsID,VMtype\nJ1_0,x\n", "missing column"),
     (JOBS_FILE, None, "missing file"),
 ])
-@needs_example
 def test_malformed_instance_one_line_error(tmp_path: Path, file, text, msg) -> None:
     for f in EXAMPLE.iterdir():
         shutil.copyfile(f, tmp_path / f.name)

@@ -1,6 +1,6 @@
 """Measured ground truth from Gavel's throughputs (Narayanan et al., OSDI 2020; MIT licence).
 
-``/work/shared/data/gavel/simulation_throughputs.json`` holds measured steps/s of 26 job types
+``datasets/external/gavel/simulation_throughputs.json`` holds measured steps/s of 26 job types
 on k80, p100 and v100 GPUs; the ``msr-traces-seed0`` traces give job types, total steps and
 arrival times (Philly-derived). Execution time of a job on a GPU type = total steps / that
 type's steps per second running alone on one GPU. Gavel has no utilisation data, so it can only
@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.errors import InputError
+from gpuscope.external import gavel_dir
 
 GAVEL_DEVICES: tuple[str, ...] = ("k80", "p100", "v100")
-DEFAULT_GAVEL_DIR = Path("/work/shared/data/gavel")
+DEFAULT_GAVEL_DIR = gavel_dir()
 
 
 def load_throughputs(path: str | Path) -> pd.DataFrame:

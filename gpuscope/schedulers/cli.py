@@ -30,6 +30,7 @@ def _run(args: argparse.Namespace) -> int:
     kw["pr_objective"] = args.pr_objective
     res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=sys.stderr.isatty())
     write_results(res, args.output, {"instance": str(args.instance), "seed": args.seed,
+                                     "tjng_source": p.params.tjng_source,
                                      "method_name": args.method, "pr_objective": args.pr_objective})
     s = res.summary
     print(f"{args.method}: total cost {s['total_cost']:.4f} (execution {s['exec_cost']:.4f}, "
@@ -42,7 +43,6 @@ def _run(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace) -> int:
     from gpuscope.schedulers.instances import generate
     from gpuscope.schedulers.model import save_problem
-
 
     if args.jobs is not None and args.jobs < 1:
         raise InputError(f"--jobs must be >= 1, got {args.jobs}")

@@ -1,6 +1,6 @@
 """Instance generation (seed 002 §4.1) over any t_jng source.
 
-Sources (all ``measured`` data of others, ``/work/shared/data`` or ``$GPUSCOPE_DATA``):
+Sources (all ``measured`` data of others, ``datasets/external`` or ``$GPUSCOPE_DATA``):
 
 * ``alexnet``: PyTorch AlexNet classes on K80 and M60, 1–8 GPUs (``data_2d10d_filtered.csv``),
   priced with seed 002 Table 2's VM catalog (``GPU-cost.csv``, the K80/M60 rows), cost model ``vm``.
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.errors import InputError
+from gpuscope.external import data_dir
 from gpuscope.schedulers.model import Params, Problem, compile_instance
 from gpuscope.tjng import Instance, read_tjng, tjng_to_instance, validate_tjng
 
@@ -42,10 +42,6 @@ SOURCES: tuple[str, ...] = ("alexnet", "andreas", "gavel")
 ARRIVALS: tuple[str, ...] = ("exponential", "high", "low", "mixed")
 EPSILON = 0.13
 GAVEL_PRICE = {"k80": 0.45, "p100": 1.46, "v100": 2.48}
-
-
-def data_dir() -> Path:
-    return Path(os.environ.get("GPUSCOPE_DATA", "/work/shared/data"))
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -172,7 +168,8 @@ def generate(source: str | pd.DataFrame, n_nodes: int, seed: int = 0, arrivals: 
         inst = Instance(jobs=base.jobs, times=times, nodes=base.nodes)
     else:
         inst = tjng_to_instance(t, meta, vm_catalog=cat, n_nodes=n_nodes)
-    prm = params or Params(cost_model=cm)
+    src = ",".join(sorted(map(str, tj["source"].unique()))) if "source" in tj else "unknown"
+    prm = params or Params(cost_model=cm, tjng_source=src)
     if prm.cost_model != cm:
         prm = replace(prm, cost_model=cm)
     node_types = extra["node_types"](n_nodes) if "node_types" in extra else None

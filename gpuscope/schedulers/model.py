@@ -35,7 +35,7 @@ PARAMS_FILE, NODE_TYPES_FILE = "gpuscope_params.json", "gpuscope_nodes.csv"
 class Params:
     """Scheduler parameters (seed 002 §4.1–4.2.2): ρ postponement penalty, μ idle-GPU penalty,
     H periodic rescheduling interval (s), MaxIt_RG, σ elite solutions, MaxIt_PR (None → N),
-    and the cost model."""
+    the cost model, and the provenance of the t_jng times."""
 
     rho: float = 100.0
     mu: float = 1.0
@@ -44,6 +44,9 @@ class Params:
     sigma: int = 10
     max_it_pr: int | None = None
     cost_model: str = "vm"
+    #: Where the instance's execution times come from (``measured:...``, ``emulated:...``,
+    #: ``predicted:...``), so results never present simulated costs without their origin.
+    tjng_source: str = "unknown"
 
     def __post_init__(self) -> None:
         if self.cost_model not in COST_MODELS:

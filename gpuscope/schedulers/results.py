@@ -14,8 +14,8 @@ Output folder (``gpuscope schedule ... -o OUT``):
   (n_iterate, UniqueJobsID) so two runs diff line by line. The reference's GPU-sharing columns
   (``assigned_GPU_f``, ``GPU_ID``) are left out: neither seed shares a GPU between jobs.
 * ``jobs.csv`` (one row per job), ``slots.csv`` (one row per interval), ``timeline.csv``
-  (merged per-job segments), ``summary.json`` (totals, solver times, provenance ``emulated``:
-  a simulation over the instance's t_jng times).
+  (merged per-job segments), ``summary.json`` (totals, solver times; ``result: simulated`` — an online simulation over
+  the instance's t_jng times — and ``tjng_source``, where those times come from).
 """
 
 from __future__ import annotations
@@ -42,6 +42,6 @@ def write_results(res: SimResult, out: str | Path, extra: dict | None = None) ->
     res.jobs.to_csv(out / "jobs.csv", index=False, lineterminator="\n")
     res.slots.to_csv(out / "slots.csv", index=False, lineterminator="\n")
     res.timeline.to_csv(out / "timeline.csv", index=False, lineterminator="\n")
-    summary = {**res.summary, "provenance": "emulated", **(extra or {})}
+    summary = {**res.summary, "result": "simulated", **(extra or {})}
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return out
