@@ -14,7 +14,8 @@ For one encoded graph with N nodes, features X (already log1p-scaled and standar
 ``u`` is the job's standardised context (batch size, epochs, steps, optimizer, dataset),
 ``d`` an optional standardised device-spec vector (the multi-device model, beyond the seed)
 and ``g`` optional standardised whole-graph statistics (log1p of each node-feature column's
-sum over the graph, log1p node count; beyond the seed: Set2Set is an attention-weighted
+sum and maximum over the graph, log1p node and edge counts, ``batching.graph_stats``; on by
+default in training, beyond the seed: Set2Set is an attention-weighted
 *mean*, so graph totals such as the summed tensor size, which drive step time, are otherwise
 only implicit).
 
@@ -23,7 +24,7 @@ different node counts, so L is defined per graph: L_g = max(1, ⌈ratio · N_g�
 node count of graph g's encoded graph (≤ K = 100 groups) and ratio = 0.5 by default; nodes of
 a graph whose L_g is reached stop being updated (hᵗ = hᵗ⁻¹) while the others go on. A
 prediction therefore does not depend on which other graphs share its batch. ``steps`` fixes L
-for every graph instead.
+for every graph instead (training's default is ``steps=8``, ``gpuscope.predictor.train``).
 
 Â is computed once per forward pass (``gcn_norm``, as a sparse CSR matrix Â[target, source])
 and handed to both GCN layers with ``normalize=False``: the same operator, without recomputing
