@@ -24,6 +24,16 @@ def _plt():
     return plt
 
 
+def _save(fig, path: str | Path) -> Path:
+    """Lay out, write (creating the folder) and close a figure."""
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
 def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",
           models: Sequence[str] | None = None) -> Path:
     """One row per GPU instance (``device#gpu``), one bar per job from start to finish, coloured
@@ -57,12 +67,7 @@ def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",
         handles = [plt.Rectangle((0, 0), 1, 1, color=colour[k]) for k in kinds]
         ax.legend(handles, kinds, fontsize=7, loc="lower right", ncol=min(4, len(kinds)))
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def policy_bars(rows: Sequence[tuple[str, Metrics]], path: str | Path, title: str = "") -> Path:
@@ -84,9 +89,4 @@ def policy_bars(rows: Sequence[tuple[str, Metrics]], path: str | Path, title: st
     axes[0].set_yticks(y, labels, fontsize=8)
     axes[0].invert_yaxis()
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
