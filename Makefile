@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.gpuscope-installed
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev,tf,ray]"
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev,tf,ray,hf,rl]"
 	@touch $(STAMP)
 
 install: $(STAMP)

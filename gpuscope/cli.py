@@ -29,6 +29,9 @@ STAGE_CLIS: tuple[str, ...] = (
     "gpuscope.predictor.cli",
     "gpuscope.allocator.cli",
     "gpuscope.schedulers.cli",
+    "gpuscope.mdrl.cli",
+    "gpuscope.specon.cli",
+    "gpuscope.slurm.cli",
     "gpuscope.demo",
 )
 
