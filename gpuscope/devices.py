@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuscope.errors import InputError
+from gpuscope.paths import bundled
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -25,7 +26,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 #: Default catalog file; ``GPUSCOPE_DEVICES`` overrides it.
-DEFAULT_CATALOG: Path = Path(__file__).resolve().parents[1] / "datasets" / "devices.toml"
+DEFAULT_CATALOG: Path = bundled("devices.toml")
 ARCHS: tuple[str, ...] = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "hopper")
 #: x16 payload bandwidth per direction in GB/s by PCIe generation (PCI-SIG).
 PCIE_GBS: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0}

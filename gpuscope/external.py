@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from gpuscope.paths import bundled
 
 
 def data_dir() -> Path:
     """The external-data folder: ``$GPUSCOPE_DATA`` if set, else ``datasets/external``."""
     env = os.environ.get("GPUSCOPE_DATA")
-    return Path(env) if env else REPO_ROOT / "datasets" / "external"
+    return Path(env) if env else bundled("external")
 
 
 def gavel_dir() -> Path:

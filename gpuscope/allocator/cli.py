@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 from gpuscope.errors import InputError
+from gpuscope.paths import bundled
 
-DEFAULT_TRUTH = Path(__file__).resolve().parents[2] / "datasets" / "emulated"
+DEFAULT_TRUTH = bundled("emulated")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -13,13 +13,12 @@ import time
 from pathlib import Path
 
 from gpuscope.errors import InputError
-
-ROOT = Path(__file__).resolve().parents[2]
+from gpuscope.paths import bundled
 
 
 def run_demo(
-    model_dir: str | Path = ROOT / "datasets" / "checkpoints",
-    truth_dir: str | Path = ROOT / "datasets" / "emulated",
+    model_dir: str | Path = bundled("checkpoints"),
+    truth_dir: str | Path = bundled("emulated"),
 ) -> int:
     """Print the Table 4 policy comparison; 0 on success, 2 when bundled data is missing."""
     from gpuscope.allocator.cluster import ClusterSpec

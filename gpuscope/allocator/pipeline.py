@@ -23,6 +23,7 @@ from gpuscope.allocator.predict import check_checkpoints, predict_queue
 from gpuscope.allocator.truth import load_truth
 from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec, read_queue
+from gpuscope.paths import bundled
 
 #: Queue names accepted instead of a file: seed 001's workloads.
 NAMED_QUEUES: dict[str, str] = {
@@ -57,7 +58,7 @@ def check_devices(cluster: ClusterSpec) -> None:
         get_device(d)
 
 
-BUNDLED_DATASETS = Path(__file__).resolve().parents[2] / "datasets" / "emulated"
+BUNDLED_DATASETS = bundled("emulated")
 
 
 def graph_source(truth_dir: str | Path | None) -> Path | None:

@@ -18,8 +18,9 @@ import pandas as pd
 
 from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
+from gpuscope.paths import bundled
 
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[2] / "datasets" / "checkpoints"
+DEFAULT_MODEL_DIR = bundled("checkpoints")
 
 
 def checkpoint_path(model_dir: str | Path, device: str, driple: bool = False) -> Path:
