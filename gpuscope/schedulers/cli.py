@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 from gpuscope.errors import InputError
 
@@ -26,6 +27,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.max_it is not None and args.max_it < 1:
         raise InputError(f"--max-it must be >= 1, got {args.max_it}")
     p = load_problem(args.instance)
+    over = {k: v for k, v in (("placement", args.placement), ("interval", args.interval),
+                              ("H", args.horizon)) if v is not None}
+    if over:  # the folder's parameters, with the command line's overrides
+        p = load_problem(args.instance, replace(p.params, **over))
     kw = {"max_it_rg": args.max_it} if args.max_it else {}
     kw["pr_objective"] = args.pr_objective
     res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=sys.stderr.isatty())
@@ -64,6 +69,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sp.add_argument("--pr-objective", choices=("p1a", "eq1"), default="p1a",
                     help="PR: keep the relinked or the RG solution by the P1a proxy (default), "
                          "or return the relinked one as seed 002's Eq. 1 (eq1)")
+    sp.add_argument("--placement", choices=("largest", "per-job"), default=None,
+                    help="node placement: 'largest' (default; the reference's: a new node is the "
+                         "largest VM of the job's GPU type, later jobs best-fit into open nodes of "
+                         "that GPU type) or 'per-job' (a node of the job's own VM type)")
+    sp.add_argument("--interval", type=float, default=None,
+                    help="periodic rescheduling interval in s (default inf: event-driven, "
+                         "arrivals and completions only, as the reference)")
+    sp.add_argument("--horizon", type=float, default=None,
+                    help="proxy postponement horizon H in s (P1a's T_c + H + M_j - d_j; default 3600)")
     sp.add_argument("-o", "--output", help="results folder")
     sp.set_defaults(func=_run)
     sub = sp.add_subparsers(dest="schedule_command", metavar="generate")

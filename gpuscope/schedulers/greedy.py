@@ -73,11 +73,15 @@ class Batch:
 
 
 def _suboptimal_tables(p: Problem, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """best key / config over g <= f for every (job, VM type v, free GPUs f); f = 0 and the
+    """best key / config over g <= f for every (job, node type v, free GPUs f); f = 0 and the
     extra type V (unopened nodes) are inf, so a node's class code ``v * G1 + f`` indexes it
-    directly."""
+    directly. The config placed is (v, g), ranked by the best key of any config (w, g) of
+    v's placement group: the reference walks D*_j's setups in key order and places setup
+    (w, g) on a node of w's GPU type as (that node's VM type, g)."""
     k = key.shape[0]
     V, G1 = p.conf_index.shape
+    grp = p.vm_group
+    groups = [np.flatnonzero(grp == q) for q in range(int(grp.max()) + 1)]
     # one extra all-inf "type" V: the class code of unopened (VM model) nodes
     sub_key = np.full((k, V + 1, G1), np.inf)
     sub_conf = np.full((k, V + 1, G1), -1, dtype=np.int64)
@@ -88,6 +92,9 @@ def _suboptimal_tables(p: Problem, key: np.ndarray) -> tuple[np.ndarray, np.ndar
         ok = c >= 0
         kg = np.full((k, V), np.inf)
         kg[:, ok] = key[:, c[ok]]
+        for m in groups:  # rank by the group's best key where (v, g) itself is usable
+            if len(m) > 1:
+                kg[:, m] = np.where(np.isfinite(kg[:, m]), kg[:, m].min(axis=1, keepdims=True), np.inf)
         better = kg < sub_key[:, :V, g]
         sub_key[:, :V, g] = np.where(better, kg, sub_key[:, :V, g])
         sub_conf[:, :V, g] = np.where(better, c[None, :], sub_conf[:, :V, g])
@@ -136,6 +143,8 @@ def construct(
 
     fixed = p.fixed
     V = len(p.vm_G)
+    grp = p.vm_group  # placement group of every node type (GPU type under ``largest``)
+    NG = int(grp.max()) + 1
     vm = np.tile(p.fixed_vm, (n_it, 1)).astype(np.int16)
     free = np.where(vm >= 0, p.vm_G[np.maximum(vm, 0)], 0).astype(np.int16)
     is_open = np.zeros((n_it, N), dtype=bool)
@@ -143,12 +152,15 @@ def construct(
     min_r = np.full((n_it, N), np.inf)
     pi = np.zeros((n_it, N))
     rows = np.arange(n_it)
-    free_f, open_f, minr_f, pi_f = free.reshape(-1), is_open.reshape(-1), min_r.reshape(-1), pi.reshape(-1)
-    # class code of every node, v * G1 + free GPUs (unopened VM-model nodes: V * G1), kept in
-    # step with ``vm``/``free`` so that step (3) is one gather into the suboptimal table
+    vm_f, free_f, open_f = vm.reshape(-1), free.reshape(-1), is_open.reshape(-1)
+    minr_f, pi_f = min_r.reshape(-1), pi.reshape(-1)
+    # class codes of every node, kept in step with ``vm``/``free``: ``cls`` = v * G1 + free
+    # GPUs (unopened VM-model nodes: V * G1), so that step (3) is one gather into the
+    # suboptimal table; ``gcl`` = group * G1 + free (unopened: NG * G1) for step (1)
     G1 = sub_key.shape[2]
     cls = np.where(vm >= 0, vm.astype(np.int32) * G1 + free, V * G1).astype(np.int32)
-    cls_f = cls.reshape(-1)
+    gcl = np.where(vm >= 0, grp[np.maximum(vm, 0)] * G1 + free, NG * G1).astype(np.int32)
+    cls_f, gcl_f = cls.reshape(-1), gcl.reshape(-1)
     # per (job, config) quantities, gathered by flat index j * C + c
     C = Ra.shape[1]
     ra_jc = Ra.reshape(-1)
@@ -156,9 +168,11 @@ def construct(
     tard_jc = np.where(np.isfinite(Ra), tau, 0.0).reshape(-1)
     cost_jc = (Ra * p.conf_rate[None, :] / 3600.0).reshape(-1)
     eq1_jc = (m_slow[:, None] / (Ra * p.conf_share[None, :] / 3600.0 + tau + EPS_COST)).reshape(-1)
+    # config a new node gets: the largest VM of the group offering g, if the job can use it
+    big_jc = np.where(np.isfinite(Ra[:, p.big_conf]), p.big_conf[None, :], np.arange(C)[None, :]).reshape(-1)
     spare = free.sum(axis=1).astype(np.int64) if fixed else np.zeros(n_it, dtype=np.int64)
-    # most free GPUs on an *open* node of each type: lets step (1) skip iterations cheaply
-    max_free = np.full((n_it, V), -1, dtype=np.int64)
+    # most free GPUs on an *open* node of each group: lets step (1) skip iterations cheaply
+    max_free = np.full((n_it, NG), -1, dtype=np.int64)
     # closed nodes of each type (fixed types) / unopened nodes (VM model)
     n_closed = np.stack([(p.fixed_vm == v).sum() for v in range(V)]) if fixed else None
     closed = np.tile(n_closed, (n_it, 1)) if fixed else None
@@ -169,12 +183,12 @@ def construct(
     conf_pos = np.full((k, n_it), -1, dtype=np.int64)
     node_pos = np.full((k, n_it), -1, dtype=np.int64)
     mf_f = max_free.reshape(-1)
-    # open nodes per (iteration, type v, free GPUs f): keeps max_free and step (1) off [.. × N]
-    VG1 = V * G1
-    cnt = np.zeros((n_it, V, G1), dtype=np.int32)
+    # open nodes per (iteration, group, free GPUs f): keeps max_free and step (1) off [.. × N]
+    GG1 = NG * G1
+    cnt = np.zeros((n_it, NG, G1), dtype=np.int32)
     cnt_f = cnt.reshape(-1)
     fs = np.arange(G1)
-    rowsV = rows * V
+    rowsG = rows * NG
     vm_G = p.vm_G
 
     n_pos = k
@@ -195,15 +209,17 @@ def construct(
                 ufT = rng.random((hi - lo, n_it))
             else:
                 cT = best[o]
-            vT, gT = p.conf_vm[cT], p.conf_g[cT]
-        jj, c, v, g = ordT[pos], cT[pos - lo], vT[pos - lo], gT[pos - lo]
+        jj = ordT[pos]
+        c = cT[pos - lo].copy()
+        v, g = p.conf_vm[c], p.conf_g[c]
+        gv = grp[v]
         node = node_pos[pos]  # filled in place (-1: not placed)
-        h = np.flatnonzero(mf_f[rowsV + v] >= g)
-        if len(h):  # (1) best fit on an open node of type v with g free GPUs
-            # over the classes (v, f) with open nodes of type v and f >= g free GPUs, each
+        h = np.flatnonzero(mf_f[rowsG + gv] >= g)
+        if len(h):  # (1) best fit on an open node of the group with g free GPUs
+            # over the classes (group, f) with open nodes and f >= g free GPUs, each
             # weighted count × 1 / (f − g + 1); then the lowest-numbered node of that class
-            vh, gh = v[h], g[h]
-            base_h = h * VG1 + vh * G1
+            gh, ggh = g[h], gv[h]
+            base_h = h * GG1 + ggh * G1
             cc = cnt_f[base_h[:, None] + fs[None, :]]
             okc = (cc > 0) & (fs[None, :] >= gh[:, None])
             left = fs[None, :] - gh[:, None] + 1.0
@@ -214,20 +230,28 @@ def construct(
                 fp = np.zeros(len(h), dtype=np.int64)
             if h[0] == 0:  # deterministic Greedy: the tightest fit
                 fp[0] = np.argmax(okc[0])
-            node[h] = np.argmax(cls[h, :width] == (vh * G1 + fp)[:, None], axis=1)
+            nh = np.argmax(gcl[h, :width] == (ggh * G1 + fp)[:, None], axis=1)
+            # the job runs as (that node's VM type, g), if it has a time there
+            ch = p.conf_index[vm[h, nh], gh]
+            okh = (ch >= 0) & np.isfinite(ra_jc[jj[h] * C + np.maximum(ch, 0)])
+            h, nh, ch = h[okh], nh[okh], ch[okh]
+            node[h], c[h], v[h] = nh, ch, p.conf_vm[ch]
         todo = node < 0
-        if todo.any():  # (2) a new node with VM type v
-            if fixed:
+        if todo.any():  # (2) a new node
+            if fixed:  # a closed node of type v
                 r = rows[todo & (closed[rows, v] > 0)]
                 nn = np.argmax(~is_open[r] & (vm[r] == v[r][:, None]), axis=1)
-            else:
+            else:  # the largest VM of the group offering g GPUs
                 r = np.flatnonzero(todo & (n_open < N))
+                c[r] = big_jc[jj[r] * C + c[r]]
+                v[r] = p.conf_vm[c[r]]
                 nn = n_open[r]
                 fl, vr = r * N + nn, v[r]
                 Gr = vm_G[vr]
-                vm.reshape(-1)[fl] = vr
+                vm_f[fl] = vr
                 free_f[fl] = Gr
                 cls_f[fl] = vr * G1 + Gr
+                gcl_f[fl] = grp[vr] * G1 + Gr
                 spare[r] += Gr
                 n_open[r] += 1
                 width = max(width, int(n_open.max()))
@@ -237,16 +261,18 @@ def construct(
             r = np.flatnonzero(todo)
             # full nodes (f = 0) and unopened ones index inf entries of the table
             sk = sub_flat[(jj[r] * VG).astype(np.int32)[:, None] + cls[r]]
-            nb = np.argmin(sk, axis=1)
-            okk = np.isfinite(sk[np.arange(len(r)), nb])
+            # the best key, then the tightest node holding it (the reference's best fit)
+            best_k = sk.min(axis=1)
+            nb = np.argmin(np.where(sk == best_k[:, None], free[r], 1 << 14), axis=1)
+            okk = np.isfinite(best_k)
             r, nb = r[okk], nb[okk]
-            c, v, g = c.copy(), v.copy(), g.copy()
             c[r] = sub_conf[jj[r], vm[r, nb], free[r, nb]]
-            v[r], g[r] = p.conf_vm[c[r]], p.conf_g[c[r]]
+            v[r] = p.conf_vm[c[r]]
             node[r] = nb
         ok = node >= 0
         if not ok.any():
             continue
+        g = p.conf_g[c]
         conf_pos[pos] = np.where(ok, c, -1)
         fi = jj * C + c
         spare -= np.where(ok, g, 0)
@@ -258,18 +284,20 @@ def construct(
         free_f[flat] = before - gr
         open_f[flat] = True
         vr = v[r]
+        qr = grp[vr]
         cls_f[flat] = vr * G1 + before - gr
+        gcl_f[flat] = qr * G1 + before - gr
         if fixed:  # steps (2) and (3) may have opened a closed node
             np.subtract.at(closed, (r[~was_open], vr[~was_open]), 1)
-        mfi = r * V + vr
+        mfi = r * NG + qr
         mf = mf_f[mfi]
-        # the most-free open node of type v only changes if it was the node just used
+        # the most-free open node of the group only changes if it was the node just used
         mf_f[mfi] = np.where(was_open, mf, np.maximum(mf, before - gr))
-        cb = r * VG1 + vr * G1
+        cb = r * GG1 + qr * G1
         cnt_f[cb + before] -= was_open
         cnt_f[cb + before - gr] += 1
         again = was_open & (before == mf)
-        if again.any():  # the node used was the most free of its type: next lower class
+        if again.any():  # the node used was the most free of its group: next lower class
             cc = cnt_f[cb[again][:, None] + fs[None, :]] > 0
             mf_f[mfi[again]] = np.where(cc.any(axis=1), G1 - 1 - np.argmax(cc[:, ::-1], axis=1), -1)
         rs = ra_jc[fi[r]]

@@ -17,7 +17,7 @@ time for a configuration).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,10 @@ from gpuscope.errors import InputError
 from gpuscope.tjng import Instance, read_instance, write_instance
 
 COST_MODELS: tuple[str, ...] = ("vm", "per_gpu_count")
+#: Node placement rules: ``largest`` (the reference scheduler's: a new node is the largest VM
+#: of the job's GPU type offering its GPU count; later jobs best-fit into any open node of
+#: that GPU type) or ``per-job`` (gpuscope's earlier rule: a node of the job's own VM type).
+PLACEMENTS: tuple[str, ...] = ("largest", "per-job")
 #: Extra files gpuscope writes beside the reference folder (the reference ignores them).
 PARAMS_FILE, NODE_TYPES_FILE = "gpuscope_params.json", "gpuscope_nodes.csv"
 
@@ -34,8 +38,10 @@ PARAMS_FILE, NODE_TYPES_FILE = "gpuscope_params.json", "gpuscope_nodes.csv"
 @dataclass(frozen=True)
 class Params:
     """Scheduler parameters (seed 002 §4.1–4.2.2): ρ postponement penalty, μ idle-GPU penalty,
-    H periodic rescheduling interval (s), MaxIt_RG, σ elite solutions, MaxIt_PR (None → N),
-    the cost model, and the provenance of the t_jng times."""
+    H the proxy's postponement horizon (s; P1a's τ̂ = T_c + H + M_j − d_j), ``interval`` the
+    periodic rescheduling interval (s; ``inf`` = event-driven: arrivals and completions only,
+    as the reference scheduler), MaxIt_RG, σ elite solutions, MaxIt_PR (None → N), the cost
+    model, the node placement rule (:data:`PLACEMENTS`), and the provenance of the t_jng times."""
 
     rho: float = 100.0
     mu: float = 1.0
@@ -44,6 +50,8 @@ class Params:
     sigma: int = 10
     max_it_pr: int | None = None
     cost_model: str = "vm"
+    interval: float = float("inf")
+    placement: str = "largest"
     #: Where the instance's execution times come from (``measured:...``, ``emulated:...``,
     #: ``predicted:...``), so results never present simulated costs without their origin.
     tjng_source: str = "unknown"
@@ -51,10 +59,14 @@ class Params:
     def __post_init__(self) -> None:
         if self.cost_model not in COST_MODELS:
             raise InputError(f"cost_model must be one of {', '.join(COST_MODELS)}, got {self.cost_model!r}")
-        for name in ("rho", "mu", "H"):
+        if self.placement not in PLACEMENTS:
+            raise InputError(f"placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
+        if not self.interval > 0:  # inf allowed (event-driven)
+            raise InputError(f"parameter interval must be > 0 (inf: event-driven), got {self.interval!r}")
+        for name in ("rho", "mu", "H"):  # H may be 0 (no look-ahead)
             v = getattr(self, name)
-            if not np.isfinite(v) or v < 0 or (name == "H" and v <= 0):
-                raise InputError(f"parameter {name} must be a finite number > 0, got {v!r}")
+            if not np.isfinite(v) or v < 0 or False:
+                raise InputError(f"parameter {name} must be a finite number >= 0, got {v!r}")
         if self.max_it_rg < 1 or self.sigma < 1:
             raise InputError("max_it_rg and sigma must be >= 1")
 
@@ -82,6 +94,23 @@ class Problem:
     fixed_vm: np.ndarray  # [N] fixed node type, -1 where the scheduler chooses (vm model)
     params: Params
     instance: Instance
+    vm_group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [V]
+    big_conf: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [C]
+
+    def __post_init__(self) -> None:
+        # placement groups: node types whose open nodes a job may share (its GPU type under
+        # the ``largest`` rule, its own VM type under ``per-job``), and for every config
+        # (v, g) the config (w, g) of the largest VM w of v's group offering g GPUs
+        if self.params.placement == "largest" and not self.fixed:
+            _, grp = np.unique(self.vm_gpu_type, return_inverse=True)
+        else:
+            grp = np.arange(len(self.vm_names))
+        self.vm_group = grp.astype(np.int64)
+        big = np.arange(len(self.conf_vm), dtype=np.int64)
+        for c in range(len(big)):
+            w = np.flatnonzero((grp == grp[self.conf_vm[c]]) & (self.conf_index[:, self.conf_g[c]] >= 0))
+            big[c] = self.conf_index[w[np.argmax(self.vm_G[w])], self.conf_g[c]]
+        self.big_conf = big
 
     @property
     def n_jobs(self) -> int:

@@ -75,7 +75,7 @@ def _relabel(p: Problem, prev: np.ndarray, node: np.ndarray, conf: np.ndarray) -
 
 def simulate(p: Problem, method: object, progress: bool = False, check: bool = True) -> SimResult:
     """Run ``method`` (an object with ``step(problem, state)``) online over the whole instance."""
-    J, N, H = p.n_jobs, p.n_nodes, p.params.H
+    J, N, H = p.n_jobs, p.n_nodes, p.params.interval
     done = np.zeros(J)
     finished = np.zeros(J, dtype=bool)
     completion = np.full(J, np.nan)

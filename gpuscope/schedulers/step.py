@@ -52,7 +52,7 @@ def config_keys(p: Problem, st: StepState, Ra: np.ndarray) -> np.ndarray:
     """Sort key of the best-configuration rule: inside D*_j the deployment cost t·c ($),
     outside ``OUT_OF_DSTAR + t`` (the fastest first); inf where unavailable."""
     due = p.due[st.jobs][:, None]
-    in_d = st.t + Ra < due
+    in_d = st.t + Ra <= due
     key = np.where(in_d, Ra * p.conf_rate[None, :] / 3600.0, OUT_OF_DSTAR + Ra)
     return np.where(np.isfinite(Ra), key, np.inf)
 
