@@ -1,0 +1,284 @@
+"""``gpuscope mdrl train|eval|fig3|export`` (seed 003 multi-agent DRL allocation)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from gpuscope.errors import InputError
+
+POLICIES = ("first-fit", "best-fit", "random-fit", "random-pinned")
+
+
+def _env_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster", default="gist-aix",
+                   help="cluster TOML file or bundled name (default gist-aix, seed 003 Table 2)")
+    p.add_argument("--partitions", default="",
+                   help="comma-separated partitions (default: all with flavors)")
+    p.add_argument("--jobs", type=int, default=5, help="jobs per episode, last = f (default 5)")
+    p.add_argument("--iat", type=float, default=6.0,
+                   help="mean exponential inter-arrival time in hours; 0 = burst (default 6)")
+    p.add_argument("--durations", default="limits", choices=("limits", "fig3", "tjng"),
+                   help="job run times: Table 2 limits (default), Fig. 3's 3/7/10/14 d, or "
+                        "t_jng from --tjng (gpuscope's extension)")
+    p.add_argument("--tjng", default=None, help="t_jng table (gpuscope tjng) for --durations tjng")
+    p.add_argument("--arrivals", default="poisson", choices=("poisson", "gavel"),
+                   help="poisson (exponential gaps of --iat, default) or the Gavel MSR trace "
+                        "(measured arrivals and GPU counts; gpuscope's extension)")
+    p.add_argument("--state", default="flavor", choices=("paper", "flavor", "full"),
+                   help="observation: free GPUs only (paper), + job flavor and queue (flavor, "
+                        "default), + release times (full)")
+    p.add_argument("--terminal-bonus", type=float, default=0.0,
+                   help="extra reward w*U_term on the terminal transition (ours; default 0)")
+
+
+def _partitions(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    from gpuscope.clusters import load_cluster
+    from gpuscope.mdrl.sim import partition_from_cluster
+
+    cl = load_cluster(args.cluster)
+    names = [s.strip() for s in args.partitions.split(",") if s.strip()] or \
+        [p.name for p in cl.partitions if cl.flavors_in(p.name)]
+    if not names:
+        raise InputError(f"cluster {cl.name!r} has no partition with flavors")
+    return cl, [partition_from_cluster(cl, n) for n in names]
+
+
+def make_env(args: argparse.Namespace, part: Any) -> Any:
+    """The partition environment the flags describe."""
+    from gpuscope.mdrl.extensions import GavelEpisodes, TjngDurations
+    from gpuscope.mdrl.sim import DURATIONS, EpisodeSampler
+    from gpuscope.mdrl.train import partition_env
+
+    dur: Any
+    if args.durations == "tjng":
+        if not args.tjng:
+            raise InputError("--durations tjng needs --tjng TABLE (made by gpuscope tjng)")
+        dur = TjngDurations.from_file(args.tjng)
+        dur.calibrate(part)
+    else:
+        dur = DURATIONS[args.durations]
+    if args.arrivals == "gavel":
+        sampler: Any = GavelEpisodes(part, n_jobs=args.jobs, durations=dur)
+    else:
+        sampler = EpisodeSampler(part, n_jobs=args.jobs, iat_h=args.iat, durations=dur)
+    return partition_env(part, sampler, state=args.state, terminal_bonus=args.terminal_bonus)
+
+
+def _out(args: argparse.Namespace) -> Path:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _train(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from gpuscope.mdrl.agent import DQNConfig
+    from gpuscope.mdrl.train import learning_curve_png, plateau_episode, train_agent
+
+    if args.episodes < 1:
+        raise InputError(f"--episodes must be >= 1, got {args.episodes}")
+    cfg = DQNConfig(hidden=args.hidden, layers=args.layers, lr=args.lr, gamma=args.gamma,
+                    eps_start=args.eps_start, eps_end=args.eps_end,
+                    eps_episodes=args.eps_episodes, replay=args.replay, batch=args.batch,
+                    target_sync=args.target_sync)
+    _, parts = _partitions(args)
+    out = _out(args)
+    curves: dict[str, list[float]] = {}
+    summary = []
+    for part in parts:
+        env = make_env(args, part)
+        res = train_agent(env, args.episodes, cfg, seed=args.seed, progress=not args.quiet,
+                          desc=f"train {part.name}")
+        res.agent.meta.update(iat_h=args.iat, jobs=args.jobs, durations=args.durations,
+                              arrivals=args.arrivals, cluster=str(args.cluster))
+        res.agent.save(out / f"{part.name}.pt")
+        curves[part.name] = res.u_term
+        last = float(np.mean(res.u_term[-100:]))
+        summary.append({"partition": part.name, "episodes": args.episodes,
+                        "seconds": round(res.seconds, 1), "u_term_last100": round(last, 4),
+                        "plateau_episode": plateau_episode(res.u_term)})
+    tmp = out / "train.csv.tmp"
+    with open(tmp, "w") as f:
+        f.write("partition,episode,u_term\n")
+        for name, c in curves.items():
+            f.writelines(f"{name},{i},{u:.6f}\n" for i, u in enumerate(c))
+    os.replace(tmp, out / "train.csv")
+    learning_curve_png(curves, str(out / "learning_curve.png"),
+                       f"mDRL DQN U_term (emulated; iat {args.iat} h, seed {args.seed})")
+    print(f"{'partition':<10} {'episodes':>8} {'seconds':>8} {'U_term(last100)':>16} plateau")
+    for s in summary:
+        print(f"{s['partition']:<10} {s['episodes']:>8} {s['seconds']:>8} "
+              f"{s['u_term_last100']:>16.3f} {s['plateau_episode']}")
+    print(json.dumps({"out": str(out), "partitions": summary}))
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from gpuscope.mdrl.agent import DQNAgent
+    from gpuscope.mdrl.train import (
+        baseline_factories,
+        dqn_factory,
+        draw_episodes,
+        evaluate,
+        summarise,
+    )
+
+    _, parts = _partitions(args)
+    pols = [p.strip() for p in args.policies.split(",") if p.strip()]
+    bad = [p for p in pols if p not in POLICIES]
+    if bad:
+        raise InputError(f"unknown policy {bad[0]!r}; choose from {', '.join(POLICIES)}")
+    frames = []
+    for part in parts:
+        env = make_env(args, part)
+        facs = baseline_factories(pols)
+        model = Path(args.model_dir) / f"{part.name}.pt" if args.model_dir else None
+        if model is not None:
+            agent = DQNAgent.load(model)
+            if agent.obs_dim != env.obs_dim or agent.n_actions != env.n_actions:
+                raise InputError(f"{model} was trained with another --state or partition")
+            facs["dqn"] = dqn_factory(agent)
+        for seed in range(args.seeds):
+            eps = draw_episodes(env, args.episodes, 10_000 + seed)
+            df = evaluate(env, facs, eps, seed=seed, oracle=not args.no_oracle,
+                          progress=not args.quiet)
+            frames.append(df.assign(partition=part.name))
+    allr = pd.concat(frames, ignore_index=True)
+    for name, g in allr.groupby("partition", sort=False):
+        print(f"partition {name} ({args.episodes} episodes x {args.seeds} seeds, iat "
+              f"{args.iat} h, emulated)")
+        print(summarise(g).round(3).to_string())
+    if args.out:
+        out = _out(args)
+        tmp = out / "eval.csv.tmp"
+        allr.to_csv(tmp, index=False)
+        os.replace(tmp, out / "eval.csv")
+    return 0
+
+
+def _fig3(args: argparse.Namespace) -> int:
+    from gpuscope.mdrl.baselines import FirstFit, Oracle, run_episode
+    from gpuscope.mdrl.env import PartitionEnv
+    from gpuscope.mdrl.sim import EpisodeSampler, fig3_episode
+
+    _, parts = _partitions(args)
+    part = parts[0]
+    env = PartitionEnv(part, EpisodeSampler(part))
+    ep = fig3_episode(part)
+    ff = run_episode(env, FirstFit(), ep)
+    best, placement = Oracle("u_end").solve(env, ep)
+    ff_pl = tuple(ff.placement[j.job_id][0] + 1 for j in ep.jobs[:-1])
+    print(f"seed 003 Fig. 3 on partition {part.name} (s, m, m, l, f at days 0, 1, 1, 3, 3.5; "
+          f"3/7/10/14 d)")
+    print(f"{'policy':<10} {'placement':<14} {'makespan_d':>10} {'U_end':>7} {'U_term':>7}")
+    for name, r, pl in (("first-fit", ff, ff_pl), ("oracle", best,
+                                                    tuple(p + 1 for p in placement))):
+        print(f"{name:<10} {str(pl):<14} {r.makespan_h / 24:>10.1f} {r.u_end:>7.3f} "
+              f"{r.u_term:>7.3f}")
+    print(f"first-fit makespan {ff.makespan_h / 24:g} d (paper: t1+31 = 32 d), oracle "
+          f"{best.makespan_h / 24:g} d (paper: t0+27 = 27 d)")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from gpuscope.mdrl.agent import DQNAgent, DQNPolicy
+    from gpuscope.mdrl.baselines import Oracle, make_baseline, run_episode
+    from gpuscope.mdrl.export import make_plan, write_plan_files
+    from gpuscope.mdrl.sim import fig3_episode
+
+    cl, parts = _partitions(args)
+    plans = []
+    for part in parts:
+        env = make_env(args, part)
+        ep = fig3_episode(part) if args.episode == "fig3" else \
+            env.sampler(np.random.default_rng(args.seed))
+        if args.policy == "oracle":
+            res, _ = Oracle("u_term").solve(env, ep)
+        else:
+            if args.policy == "dqn":
+                if not args.model_dir:
+                    raise InputError("--policy dqn needs --model-dir (from gpuscope mdrl train)")
+                pol: Any = DQNPolicy(DQNAgent.load(Path(args.model_dir) / f"{part.name}.pt"))
+            elif args.policy in POLICIES:
+                pol = make_baseline(args.policy, args.seed)
+            else:
+                raise InputError(f"unknown --policy {args.policy!r}")
+            res = run_episode(env, pol, ep)
+        plans.append(make_plan(part, ep, res, args.policy))
+    import pandas as pd
+
+    plan = pd.concat(plans).sort_values(["start_h", "job_id"]).reset_index(drop=True)
+    plan["start_order"] = range(1, len(plan) + 1)
+    files = write_plan_files(plan, args.out, args.format, cl, kueue=args.kueue,
+                             image=args.image, command=args.command)
+    print(plan[["start_order", "job_id", "partition", "servers", "flavor", "gpus", "cpus",
+                "mem_gb", "time_limit_s", "start_h"]].to_string(index=False))
+    print(f"wrote {len(files)} files under {args.out}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("mdrl", help="multi-agent DRL allocation on partitions (seed 003)")
+    sub = p.add_subparsers(dest="mdrl_command", metavar="ACTION", required=True)
+
+    t = sub.add_parser("train", help="train one DQN agent per partition (Algorithm 1)")
+    _env_flags(t)
+    t.add_argument("--episodes", type=int, default=1000, help="training episodes (default 1000)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--hidden", type=int, default=64, help="hidden units per layer (default 64)")
+    t.add_argument("--layers", type=int, default=2, help="hidden layers (default 2)")
+    t.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
+    t.add_argument("--gamma", type=float, default=0.95, help="discount (default 0.95)")
+    t.add_argument("--eps-start", type=float, default=1.0, help="initial epsilon (default 1)")
+    t.add_argument("--eps-end", type=float, default=0.05, help="final epsilon (default 0.05)")
+    t.add_argument("--eps-episodes", type=int, default=300,
+                   help="episodes of linear epsilon decay (default 300)")
+    t.add_argument("--replay", type=int, default=10_000, help="replay size (default 10000)")
+    t.add_argument("--batch", type=int, default=64, help="batch size (default 64)")
+    t.add_argument("--target-sync", type=int, default=100,
+                   help="gradient steps between target-network syncs (default 100)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument("-o", "--out", required=True, help="output folder (checkpoints, curve)")
+    t.set_defaults(func=_train)
+
+    e = sub.add_parser("eval", help="compare DQN, baselines and the oracle on test episodes")
+    _env_flags(e)
+    e.add_argument("--model-dir", default=None, help="folder with <partition>.pt checkpoints")
+    e.add_argument("--policies", default=",".join(POLICIES),
+                   help=f"baselines (default {','.join(POLICIES)})")
+    e.add_argument("--episodes", type=int, default=100, help="test episodes per seed (100)")
+    e.add_argument("--seeds", type=int, default=1, help="seeds (default 1)")
+    e.add_argument("--no-oracle", action="store_true", help="skip the brute-force oracle")
+    e.add_argument("--quiet", action="store_true", help="no progress bar")
+    e.add_argument("-o", "--out", default=None, help="folder for eval.csv (per episode)")
+    e.set_defaults(func=_eval)
+
+    f = sub.add_parser("fig3", help="seed 003 Fig. 3: first-fit vs the best placement")
+    f.add_argument("--cluster", default="gist-aix", help="cluster file or bundled name")
+    f.add_argument("--partitions", default="A100", help="partition (default A100)")
+    f.set_defaults(func=_fig3)
+
+    x = sub.add_parser("export", help="a placement plan as sbatch scripts or Kubernetes Jobs")
+    _env_flags(x)
+    x.add_argument("--format", choices=("slurm", "k8s"), default="slurm")
+    x.add_argument("--kueue", action="store_true",
+                   help="also write Kueue ResourceFlavor/ClusterQueue/LocalQueue (k8s)")
+    x.add_argument("--policy", default="oracle",
+                   help=f"dqn, oracle (default) or one of {', '.join(POLICIES)}")
+    x.add_argument("--model-dir", default=None, help="checkpoints for --policy dqn")
+    x.add_argument("--episode", default="fig3", choices=("fig3", "random"),
+                   help="the Fig. 3 jobs (default) or a random episode drawn with --seed")
+    x.add_argument("--seed", type=int, default=0)
+    x.add_argument("--image", default=None, help="container image (Singularity .sif for slurm)")
+    x.add_argument("--command", default="python train.py", help="the job's command")
+    x.add_argument("-o", "--out", required=True, help="output folder")
+    x.set_defaults(func=_export)
