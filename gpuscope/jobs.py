@@ -9,8 +9,10 @@ catalog model, and scheduling fields (arrival, due date, tardiness weight).
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -18,10 +20,20 @@ from typing import Any
 
 from gpuscope.errors import InputError
 
+#: Dataset kinds: what one sample is (``DatasetSpec.sample_shape``).
+DATASET_KINDS: tuple[str, ...] = ("image", "tokens", "sequence", "tabular", "frames")
+
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """Shape and size of a training dataset (synthetic data with the real shapes)."""
+    """Shape and size of a training dataset (synthetic data with the real shapes).
+
+    One sample by ``kind``: ``image``/``frames`` a ``channels x height x width`` float tensor;
+    ``tokens`` ``seq_len`` int64 token ids below ``vocab``; ``sequence`` ``seq_len`` steps of
+    ``features`` floats; ``tabular`` ``features`` floats. ``num_classes`` is the label count
+    (0: no labels); ``train_size`` samples make one epoch (for ``tokens``: sequences of
+    ``seq_len`` tokens).
+    """
 
     name: str
     channels: int
@@ -29,19 +41,162 @@ class DatasetSpec:
     width: int
     num_classes: int
     train_size: int
+    kind: str = "image"
+    seq_len: int = 0
+    vocab: int = 0
+    features: int = 0
 
     @property
-    def sample_shape(self) -> tuple[int, int, int]:
+    def sample_shape(self) -> tuple[int, ...]:
+        """Shape of one sample (no batch dimension)."""
+        if self.kind == "tokens":
+            return (self.seq_len,)
+        if self.kind == "sequence":
+            return (self.seq_len, self.features)
+        if self.kind == "tabular":
+            return (self.features,)
         return (self.channels, self.height, self.width)
+
+    @property
+    def integer_input(self) -> bool:
+        """True when samples are int64 token ids (``tokens``), else float32."""
+        return self.kind == "tokens"
+
+    @property
+    def sample_bytes(self) -> int:
+        """Bytes of one input sample as the host sends it (int64 ids or float32 values)."""
+        return math.prod(self.sample_shape) * (8 if self.integer_input else 4)
+
+
+def _tokens(name: str, seq: int, vocab: int, train_tokens: int) -> DatasetSpec:
+    """A token dataset of ``train_tokens`` tokens cut into sequences of ``seq``."""
+    return DatasetSpec(name, 0, 0, 0, 0, train_tokens // seq, "tokens", seq_len=seq, vocab=vocab)
 
 
 DATASETS: dict[str, DatasetSpec] = {
     "imagenet": DatasetSpec("imagenet", 3, 224, 224, 1000, 1_281_167),
     "cifar10": DatasetSpec("cifar10", 3, 32, 32, 10, 50_000),
     "mnist": DatasetSpec("mnist", 1, 28, 28, 10, 60_000),
+    # Merity et al. 2016, Table 1: 2,088,628 training tokens, vocabulary 33,278; sequences of
+    # 35 tokens (bptt 35 of pytorch/examples word_language_model, Gavel's LM job).
+    "wikitext2": _tokens("wikitext2", 35, 33_278, 2_088_628),
+    # Merity et al. 2016, Table 1: 103,227,021 training tokens, vocabulary 267,735; 512-token
+    # sequences (a convention of this tool, BERT's maximum length).
+    "wikitext103": _tokens("wikitext103", 512, 267_735, 103_227_021),
+    # Elliott et al. 2016: 29,000 training sentence pairs; vocabulary 7,853 (German side,
+    # tokens seen >= 2 times, the pytorch-seq2seq tutorials' figure); sentences padded to 32
+    # tokens (a convention: mean length is ~12 tokens).
+    "multi30k": DatasetSpec("multi30k", 0, 0, 0, 0, 29_000, "tokens", seq_len=32, vocab=7_853),
+    # WMT16 en-de: ~4.5 M training sentence pairs, shared BPE vocabulary of ~37,000 tokens
+    # (Vaswani et al. 2017 §5.1, same training corpora as WMT14); 128-token sequences.
+    "wmt16_en_de": DatasetSpec("wmt16_en_de", 0, 0, 0, 0, 4_500_000, "tokens", seq_len=128,
+                               vocab=37_000),
+    # Harper & Konstan 2015: 20,000,263 ratings by 138,493 users of 26,744 movies; one sample
+    # is one user's rating vector over all movies (the autoencoder recommenders' input).
+    "ml20m": DatasetSpec("ml20m", 0, 0, 0, 0, 138_493, "tabular", features=26_744),
+    # Zhu et al. 2017 (CycleGAN): monet2photo, 1,193 Monet paintings and 7,038 photos at
+    # 256x256; an epoch is max(|A|, |B|) = 7,038 pairs, as CycleGAN's unaligned loader counts.
+    "monet2photo": DatasetSpec("monet2photo", 3, 256, 256, 0, 7_038),
+    # Mnih et al. 2015: 4 stacked 84x84 grey frames; Pong has 6 actions. RL has no dataset:
+    # one "epoch" is 1,000,000 environment frames (a convention of this tool).
+    "pong": DatasetSpec("pong", 4, 84, 84, 6, 1_000_000, "frames"),
+    # MNIST read as 28 steps of 28 features (TensorFlow-Examples' RNN classifiers).
+    "mnist_seq": DatasetSpec("mnist_seq", 0, 0, 0, 10, 60_000, "sequence", seq_len=28,
+                             features=28),
 }
 
-OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
+#: Parametric datasets ``KIND:key=value,...``: the keys each kind takes and their defaults.
+#: ``samples`` is the training-set size; the ``tokens`` default is WikiText-103's training
+#: tokens cut into ``seq``-token sequences (so it follows ``seq``).
+DATASET_PARAMS: dict[str, dict[str, int]] = {
+    "image": {"c": 3, "h": 224, "w": 224, "classes": 1000, "samples": 1_281_167},
+    "frames": {"c": 4, "h": 84, "w": 84, "classes": 6, "samples": 1_000_000},
+    "tokens": {"seq": 512, "vocab": 30_522, "samples": 0},
+    "sequence": {"steps": 28, "features": 28, "classes": 10, "samples": 60_000},
+    "tabular": {"features": 0, "classes": 2, "samples": 100_000},
+}
+_WIKITEXT103_TOKENS = 103_227_021
+
+
+def parse_dataset(text: str) -> tuple[str, DatasetSpec]:
+    """Resolve a dataset name or parametric string to ``(canonical name, DatasetSpec)``.
+
+    ``imagenet`` (a name in ``DATASETS``) or ``KIND:key=value,...`` with ``KIND`` in
+    ``DATASET_PARAMS`` (e.g. ``tokens:seq=512,vocab=30522``, ``sequence:steps=28,features=28``,
+    ``tabular:features=100``, ``image:c=3,h=64,w=64``). The canonical name lists, in a fixed
+    order, only the keys that differ from the kind's defaults, so equal datasets get equal keys.
+    """
+    text = text.strip().lower()
+    if text in DATASETS:
+        return text, DATASETS[text]
+    kind, sep, rest = text.partition(":")
+    kind = kind.strip().lower()
+    if kind not in DATASET_PARAMS:
+        raise InputError(
+            f"unknown dataset {text!r}; expected one of {', '.join(DATASETS)} or "
+            f"KIND:key=value,... with KIND in {', '.join(DATASET_PARAMS)}"
+        )
+    defaults = DATASET_PARAMS[kind]
+    vals = dict(defaults)
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip().lower()
+        if not eq or key not in defaults:
+            raise InputError(
+                f"dataset {text!r}: bad parameter {item!r}; {kind} takes "
+                f"{', '.join(k + '=N' for k in defaults)}"
+            )
+        try:
+            v = int(value.replace("_", ""))
+        except ValueError:
+            raise InputError(f"dataset {text!r}: {key} must be an integer, got {value!r}") from None
+        if v < 0 or (v == 0 and key not in ("classes", "samples")):
+            raise InputError(f"dataset {text!r}: {key} must be > 0, got {v}")
+        vals[key] = v
+    if kind == "tabular" and vals["features"] <= 0:
+        raise InputError(f"dataset {text!r}: tabular needs features=N")
+    changed = [f"{k}={vals[k]}" for k in defaults if vals[k] != defaults[k]]
+    name = f"{kind}:{','.join(changed)}" if changed else kind
+    n = vals["samples"]
+    if kind in ("image", "frames"):
+        spec = DatasetSpec(name, vals["c"], vals["h"], vals["w"], vals["classes"],
+                           n or defaults["samples"], kind)
+    elif kind == "tokens":
+        seq = vals["seq"]
+        spec = DatasetSpec(name, 0, 0, 0, 0, n or max(1, _WIKITEXT103_TOKENS // seq), kind,
+                           seq_len=seq, vocab=vals["vocab"])
+    elif kind == "sequence":
+        spec = DatasetSpec(name, 0, 0, 0, vals["classes"], n or defaults["samples"], kind,
+                           seq_len=vals["steps"], features=vals["features"])
+    else:
+        spec = DatasetSpec(name, 0, 0, 0, vals["classes"], n or defaults["samples"], kind,
+                           features=vals["features"])
+    return name, spec
+
+
+def shape_dataset(shape: str, classes: int | None = None) -> str:
+    """The parametric dataset of a user ``--input-shape`` (``3x224x224`` -> image,
+    ``28x28`` -> sequence steps x features, ``100`` -> tabular)."""
+    try:
+        dims = [int(d) for d in shape.lower().replace(",", "x").split("x") if d.strip()]
+    except ValueError:
+        raise InputError(f"--input-shape {shape!r}: expected integers like 3x224x224") from None
+    if not dims or any(d <= 0 for d in dims) or len(dims) > 3:
+        raise InputError(f"--input-shape {shape!r}: expected 1 to 3 positive sizes, e.g. 3x224x224")
+    cls = "" if classes is None else f",classes={classes}"
+    if len(dims) == 3:
+        return parse_dataset(f"image:c={dims[0]},h={dims[1]},w={dims[2]}{cls}")[0]
+    if len(dims) == 2:
+        return parse_dataset(f"sequence:steps={dims[0]},features={dims[1]}{cls}")[0]
+    return parse_dataset(f"tabular:features={dims[0]}{cls}")[0]
+
+
+#: Optimizers: ``sgd`` is SGD with momentum 0.9 (unchanged: the seed jobs' optimizer),
+#: ``momentum`` SGD with Nesterov momentum 0.9, ``none`` no update (forward + backward only).
+OPTIMIZERS: tuple[str, ...] = ("sgd", "momentum", "adam", "adamw", "rmsprop", "adagrad", "none")
+#: Numeric precision of the training step: ``tf32`` is fp32 tensors with TF32 matmuls;
+#: ``amp-*`` is automatic mixed precision (autocast) in fp16 (with loss scaling) or bf16.
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 
 #: Seed 001 Table 3: the predictor's training workloads.
 TABLE3_CNNS: tuple[str, ...] = (
@@ -53,6 +208,7 @@ TABLE3_GENERATIVE: tuple[str, ...] = ("dcgan", "conditional_gan", "cvae")
 TABLE4_CNNS: tuple[str, ...] = ("trivial", "alexnet", "resnet32")
 TABLE4_GENERATIVE: tuple[str, ...] = ("gan",)
 TABLE_BATCH_SIZES: tuple[int, ...] = (8, 16, 32, 64)
+TABLE_OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 TABLE_EPOCHS: tuple[int, ...] = (10, 20)
 
 #: model -> datasets it is defined for.
@@ -72,23 +228,55 @@ MODEL_FAMILY: dict[str, str] = {
 }
 
 
+#: Catalog models that take any dataset of a kind (e.g. a token LM on ``tokens:seq=1024``),
+#: besides the named datasets of ``MODEL_DATASETS``.
+MODEL_ANY_KIND: dict[str, tuple[str, ...]] = {}
+
+
+def source_model_name(module: str | None = None, hf: str | None = None) -> str:
+    """Default model name of a ``module`` or ``hf`` source: ``examples/my_model.py:build`` ->
+    ``my_model.build``; ``gpt2:n_layer=36`` -> ``hf-gpt2``; ``cfg/config.json`` -> ``hf-cfg``."""
+    if module:
+        path, _, factory = module.rpartition(":")
+        stem = Path(path).stem if path.endswith(".py") else path.rsplit(".", 1)[-1]
+        return f"{stem}.{factory}"
+    if hf:
+        if hf.endswith(".json"):
+            p = Path(hf)
+            return f"hf-{p.parent.name or p.stem}" if p.stem == "config" else f"hf-{p.stem}"
+        return f"hf-{hf.split(':', 1)[0].strip()}"
+    raise InputError("a model source needs a module or an hf architecture")
+
+
+def _slug(text: str) -> str:
+    """File-name-safe form of a parametric dataset name (``tokens:seq=1024`` -> ``tokens_seq1024``)."""
+    return re.sub(r"[^A-Za-z0-9_.]+", "_", text.replace("=", ""))
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """One training job.
 
     Attributes:
-        model: catalog model name (``MODELS``), or any name when ``graph`` is given.
-        dataset: ``imagenet``, ``cifar10`` or ``mnist``.
-        optimizer: ``sgd`` or ``adam``.
-        batch_size: samples per step, > 0.
+        model: catalog model name (``MODELS``), or any name when ``graph``, ``module`` or
+            ``hf`` gives the model.
+        dataset: a ``DATASETS`` name or a parametric string (``tokens:seq=512,vocab=30522``,
+            see ``parse_dataset``); stored in canonical form.
+        optimizer: one of ``OPTIMIZERS``.
+        batch_size: samples per forward/backward pass (micro-batch), > 0.
         epochs: passes over the data, > 0.
-        steps_per_epoch: optional override (short profiling runs); default dataset size / batch.
+        steps_per_epoch: optional override (short profiling runs); default dataset size /
+            (batch_size x grad_accum) optimizer steps.
         framework: framework the job is written in (``pytorch`` or ``tensorflow``).
         graph: optional path to a user-supplied graph file (JSON, .pb, .pbtxt).
         arrival_s: submission time in seconds from the start of a queue.
         due_s: optional due date in seconds (cost-aware schedulers).
         weight: tardiness weight.
         job_id: identifier within a queue; assigned by the queue readers when absent.
+        precision: ``fp32``, ``tf32``, ``amp-fp16`` or ``amp-bf16`` (``PRECISIONS``).
+        grad_accum: micro-batches per optimizer step (gradient accumulation), >= 1.
+        module: ``path/to/file.py:factory`` or ``package.module:factory`` building the model.
+        hf: Hugging Face architecture ``ARCH[:key=value,...]`` or a ``config.json`` path.
     """
 
     model: str
@@ -103,28 +291,44 @@ class JobSpec:
     due_s: float | None = None
     weight: float = 1.0
     job_id: str | None = None
+    precision: str = "fp32"
+    grad_accum: int = 1
+    module: str | None = None
+    hf: str | None = None
 
     def __post_init__(self) -> None:
-        if self.dataset not in DATASETS:
-            raise InputError(
-                f"unknown dataset {self.dataset!r}; expected one of {', '.join(DATASETS)}"
-            )
+        name, spec = parse_dataset(self.dataset)
+        object.__setattr__(self, "dataset", name)  # canonical form: equal datasets, equal keys
         if self.optimizer not in OPTIMIZERS:
             raise InputError(
                 f"unknown optimizer {self.optimizer!r}; expected one of {', '.join(OPTIMIZERS)}"
             )
-        if self.graph is None:
+        if self.precision not in PRECISIONS:
+            raise InputError(
+                f"unknown precision {self.precision!r}; expected one of {', '.join(PRECISIONS)}"
+            )
+        sources = [k for k in ("graph", "module", "hf") if getattr(self, k) is not None]
+        if len(sources) > 1:
+            raise InputError(f"a job takes one model source, got {' and '.join(sources)}")
+        if self.module is not None and (":" not in self.module or not self.module.rpartition(":")[2]):
+            raise InputError(
+                f"module {self.module!r}: expected path/to/file.py:factory or package.module:factory"
+            )
+        if not sources:
             if self.model not in MODEL_DATASETS:
                 raise InputError(
                     f"unknown model {self.model!r}; expected one of {', '.join(MODELS)} "
-                    "(or give a graph file)"
+                    "(or give a graph file, a module or an hf architecture)"
                 )
-            if self.dataset not in MODEL_DATASETS[self.model]:
+            if (self.dataset not in MODEL_DATASETS[self.model]
+                    and spec.kind not in MODEL_ANY_KIND.get(self.model, ())):
                 raise InputError(
                     f"model {self.model!r} is defined for "
                     f"{'/'.join(MODEL_DATASETS[self.model])}, not {self.dataset!r}"
                 )
-        for name in ("batch_size", "epochs"):
+        elif not self.model:
+            raise InputError("model name must not be empty")
+        for name in ("batch_size", "epochs", "grad_accum"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise InputError(f"{name} must be a positive integer, got {v!r}")
@@ -143,14 +347,28 @@ class JobSpec:
     # -- derived -----------------------------------------------------------------------------
     @property
     def dataset_spec(self) -> DatasetSpec:
-        return DATASETS[self.dataset]
+        return parse_dataset(self.dataset)[1]
+
+    @property
+    def source(self) -> str:
+        """Where the model comes from: ``catalog``, ``graph``, ``module`` or ``hf``."""
+        for k in ("graph", "module", "hf"):
+            if getattr(self, k) is not None:
+                return k
+        return "catalog"
+
+    @property
+    def samples_per_step(self) -> int:
+        """Samples per optimizer step: batch_size x grad_accum."""
+        return self.batch_size * self.grad_accum
 
     @property
     def steps(self) -> int:
-        """Steps per epoch actually run: the override, else ceil(dataset size / batch)."""
+        """Optimizer steps per epoch actually run: the override, else
+        ceil(dataset size / (batch_size x grad_accum))."""
         if self.steps_per_epoch is not None:
             return self.steps_per_epoch
-        return math.ceil(self.dataset_spec.train_size / self.batch_size)
+        return math.ceil(self.dataset_spec.train_size / self.samples_per_step)
 
     @property
     def total_steps(self) -> int:
@@ -158,10 +376,22 @@ class JobSpec:
 
     @property
     def graph_key(self) -> str:
-        """Key of the job's computational graph: it depends on model, dataset, optimizer and
-        batch size, not on epochs or the device (design.md, Encoded graph)."""
-        base = Path(self.graph).stem if self.graph else self.model
-        return f"{base}-{self.dataset}-{self.optimizer}-b{self.batch_size}"
+        """Key of the job's computational graph: it depends on model (and its source),
+        dataset, optimizer, batch size, precision and gradient accumulation, not on epochs or
+        the device (design.md, Encoded graph). Catalog fp32 jobs keep their historic keys."""
+        if self.graph:
+            base = Path(self.graph).stem
+        elif self.module or self.hf:
+            src = str(self.module or self.hf)
+            base = f"{self.model}.{hashlib.sha1(src.encode()).hexdigest()[:8]}"
+        else:
+            base = self.model
+        key = f"{base}-{_slug(self.dataset)}-{self.optimizer}-b{self.batch_size}"
+        if self.precision != "fp32":
+            key += f"-{self.precision}"
+        if self.grad_accum != 1:
+            key += f"-ga{self.grad_accum}"
+        return key
 
     @property
     def key(self) -> str:
@@ -183,6 +413,10 @@ class JobSpec:
         unknown = sorted(set(d) - names)
         if unknown:
             raise InputError(f"unknown job field(s): {', '.join(unknown)}")
+        d = dict(d)
+        src = {k: str(d[k]).strip() for k in ("module", "hf") if d.get(k) not in (None, "")}
+        if src and d.get("model") in (None, ""):
+            d["model"] = source_model_name(src.get("module"), src.get("hf"))
         missing = [k for k in ("model", "dataset", "optimizer", "batch_size", "epochs") if k not in d]
         if missing:
             raise InputError(f"job is missing field(s): {', '.join(missing)}")
@@ -192,12 +426,14 @@ class JobSpec:
                 v = v.strip()
                 if v == "" and k not in ("model", "dataset", "optimizer"):
                     continue
-            if k in ("batch_size", "epochs", "steps_per_epoch"):
+            if k in ("batch_size", "epochs", "steps_per_epoch", "grad_accum"):
                 kw[k] = _to_int(k, v)
             elif k in ("arrival_s", "due_s", "weight"):
                 kw[k] = _to_float(k, v)
-            elif k in ("model", "dataset", "optimizer", "framework"):
+            elif k in ("model", "optimizer", "framework", "precision"):
                 kw[k] = str(v).strip().lower()
+            elif k == "dataset":
+                kw[k] = str(v).strip()
             else:
                 kw[k] = None if v is None else str(v)
         return cls(**kw)
@@ -243,7 +479,7 @@ QUEUE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(JobSpec))
 def _assign_ids(jobs: Sequence[JobSpec]) -> list[JobSpec]:
     width = max(3, len(str(len(jobs))))
     out = [j if j.job_id else j.with_(job_id=f"j{i:0{width}d}") for i, j in enumerate(jobs)]
-    ids = [j.job_id for j in out]
+    ids = [str(j.job_id) for j in out]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
         raise InputError(f"duplicate job_id(s) in queue: {', '.join(map(str, dup[:5]))}")
@@ -318,7 +554,7 @@ def table_jobs(table: int = 3, steps_per_epoch: int | None = None) -> list[JobSp
     for models in (cnns, gens):
         for m in models:
             for ds in MODEL_DATASETS[m]:
-                for opt in OPTIMIZERS:
+                for opt in TABLE_OPTIMIZERS:
                     for bs in TABLE_BATCH_SIZES:
                         for ep in TABLE_EPOCHS:
                             jobs.append(JobSpec(m, ds, opt, bs, ep, steps_per_epoch=steps_per_epoch))

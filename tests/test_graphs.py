@@ -338,7 +338,7 @@ def test_cli_bad_inputs_exit_2_with_one_line(tmp_path, capsys) -> None:
     cases = [
         export + ["--model", "nope", "--dataset", "cifar10", "--batch-size", "8"],
         export + ["--model", "lenet", "--dataset", "svhn", "--batch-size", "8"],
-        export + ["--model", "lenet", "--dataset", "cifar10", "--optimizer", "rmsprop", "--batch-size", "8"],
+        export + ["--model", "lenet", "--dataset", "cifar10", "--optimizer", "lamb", "--batch-size", "8"],
         export + ["--model", "lenet", "--dataset", "cifar10", "--batch-size", "0"],
         export + ["--model", "lenet", "--dataset", "cifar10", "--batch-size", "-3"],
         export + ["--model", "lenet", "--dataset", "cifar10"],

@@ -29,7 +29,7 @@ def test_graph_key_ignores_epochs_and_key_does_not() -> None:
     [
         (dict(model="nope"), "unknown model 'nope'"),
         (dict(dataset="svhn"), "unknown dataset 'svhn'"),
-        (dict(optimizer="rmsprop"), "unknown optimizer 'rmsprop'"),
+        (dict(optimizer="lamb"), "unknown optimizer 'lamb'"),
         (dict(batch_size=0), "batch_size must be a positive integer"),
         (dict(epochs=-1), "epochs must be a positive integer"),
         (dict(steps_per_epoch=0), "steps_per_epoch"),

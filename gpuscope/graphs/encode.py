@@ -30,7 +30,7 @@ import numpy as np
 from gpuscope.errors import InputError
 from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
 from gpuscope.graphs.vocab import OpVocabulary
-from gpuscope.jobs import DATASETS, OPTIMIZERS, JobSpec
+from gpuscope.jobs import JobSpec
 
 FEATURES: dict[str, tuple[str, ...]] = {
     "driple": ("out_numel", "n_ops", "op_freq"),
@@ -39,10 +39,18 @@ FEATURES: dict[str, tuple[str, ...]] = {
 }
 GROUPINGS: tuple[str, ...] = ("fluid", "coarsen")
 
+#: The optimizers and datasets of the context one-hots: frozen at the seed-001 jobs' lists so
+#: that trained checkpoints keep their input width when ``gpuscope.jobs`` learns new ones (a
+#: job with another optimizer or dataset gets all-zero one-hots until the predictor is
+#: retrained with a wider list).
+CONTEXT_OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
+CONTEXT_DATASETS: tuple[str, ...] = ("imagenet", "cifar10", "mnist")
+
 #: Graph-level context u, in this order.
 CONTEXT_FEATURES: tuple[str, ...] = (
     ("log2_batch_size", "epochs", "log10_steps_per_epoch", "log10_total_steps")
-    + tuple(f"optimizer_{o}" for o in OPTIMIZERS) + tuple(f"dataset_{d}" for d in DATASETS)
+    + tuple(f"optimizer_{o}" for o in CONTEXT_OPTIMIZERS)
+    + tuple(f"dataset_{d}" for d in CONTEXT_DATASETS)
 )
 CONTEXT_DIM: int = len(CONTEXT_FEATURES)
 
@@ -164,12 +172,12 @@ def encode(graph: OpGraph, vocab: OpVocabulary, k: int = 100, features: str = "d
 def context_vector(job: JobSpec) -> torch.Tensor:
     """Graph-level context u of a job, shape ``(CONTEXT_DIM,)`` float32, in the order of
     ``CONTEXT_FEATURES``: log2 batch size, epochs, log10 steps per epoch, log10 total steps,
-    optimizer one-hot (``OPTIMIZERS``), dataset one-hot (``DATASETS``). For a batch of PyG
+    optimizer one-hot (``CONTEXT_OPTIMIZERS``), dataset one-hot (``CONTEXT_DATASETS``). For a batch of PyG
     graphs set ``data.u = context_vector(job)[None]`` (one row per graph)."""
     import torch
 
     vals = [math.log2(job.batch_size), float(job.epochs), math.log10(job.steps),
             math.log10(job.total_steps)]
-    vals += [1.0 if job.optimizer == o else 0.0 for o in OPTIMIZERS]
-    vals += [1.0 if job.dataset == d else 0.0 for d in DATASETS]
+    vals += [1.0 if job.optimizer == o else 0.0 for o in CONTEXT_OPTIMIZERS]
+    vals += [1.0 if job.dataset == d else 0.0 for d in CONTEXT_DATASETS]
     return torch.tensor(vals, dtype=torch.float32)

@@ -22,8 +22,43 @@ from gpuscope.jobs import JobSpec
 
 
 def job_meta(job: JobSpec) -> dict[str, Any]:
-    return {"model": job.model, "dataset": job.dataset, "optimizer": job.optimizer,
-            "batch_size": job.batch_size, "graph_key": job.graph_key}
+    meta: dict[str, Any] = {"model": job.model, "dataset": job.dataset,
+                            "optimizer": job.optimizer, "batch_size": job.batch_size,
+                            "graph_key": job.graph_key}
+    # only when set: the graphs of existing fp32 catalog jobs stay byte-identical
+    if job.precision != "fp32":
+        meta["precision"] = job.precision
+    if job.grad_accum != 1:
+        meta["grad_accum"] = job.grad_accum
+    return meta
+
+
+def _fake_cpu(wl: Any, job: JobSpec) -> Any:
+    """Move a meta-built workload to fake CPU tensors (``FakeTensorMode``: shapes, dtypes and
+    the device's dispatch keys, no data) and rebuild its optimizers there. Autocast has no
+    meta kernel path (``torch.autocast`` is ignored for meta tensors), so mixed-precision steps
+    are traced on fake CPU tensors under CPU autocast, whose policy casts the same ops
+    (matmul, linear, conv, bmm, baddbmm, scaled dot-product attention) to half precision as
+    CUDA's and keeps the same reductions and norms in fp32."""
+    import torch
+
+    from gpuscope.workloads.workload import make_workload
+
+    memo: dict[int, torch.Tensor] = {}  # tied weights (GPT-2's embedding/head) stay tied
+
+    def fake(t: torch.Tensor) -> torch.Tensor:
+        if id(t) not in memo:
+            e = torch.empty_like(t, device="cpu")
+            memo[id(t)] = torch.nn.Parameter(e, t.requires_grad) \
+                if isinstance(t, torch.nn.Parameter) else e
+        return memo[id(t)]
+
+    for mod in wl.modules.modules():
+        for store in (mod._parameters, mod._buffers):
+            for name, t in store.items():
+                if t is not None:
+                    store[name] = fake(t)
+    return make_workload(job, wl.kind, wl.modules, scaler_device="cpu")
 
 
 def export_torch(job: JobSpec, device: str = "meta") -> OpGraph:
@@ -31,10 +66,20 @@ def export_torch(job: JobSpec, device: str = "meta") -> OpGraph:
     from gpuscope.graphs.torch_frontend import trace_train_step
     from gpuscope.workloads import build_workload
 
+    meta = {**job_meta(job), "trace_device": device}
+    if job.precision.startswith("amp-") and device == "meta":
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            wl = _fake_cpu(build_workload(job, device="meta"), job)
+            batch = wl.sample_batch(job.batch_size, device="cpu")
+            meta["trace_device"] = "fake-cpu"
+            return trace_train_step(wl.train_step, batch, wl.modules, wl.optimizers,
+                                    name=job.graph_key, meta=meta)
     wl = build_workload(job, device=device)
     batch = wl.sample_batch(job.batch_size, device=device)
     return trace_train_step(wl.train_step, batch, wl.modules, wl.optimizers,
-                            name=job.graph_key, meta={**job_meta(job), "trace_device": device})
+                            name=job.graph_key, meta=meta)
 
 
 def export_keras(job: JobSpec) -> OpGraph:

@@ -69,10 +69,12 @@ def pipeline_ms_per_sample(dataset: str, target: str, samples: int, seed: int = 
 def _pipeline(args: argparse.Namespace) -> int:
     from gpuscope.errors import InputError
     from gpuscope.jobs import DATASETS
+    from gpuscope.workloads.data import STORED_SIDE
 
     if args.samples <= 0:
         raise InputError(f"--samples must be > 0, got {args.samples}")
-    names = list(DATASETS) if args.dataset == "all" else [args.dataset]
+    names = ([n for n, d in DATASETS.items() if n in STORED_SIDE]
+             if args.dataset == "all" else [args.dataset])
     print(f"{'dataset':<9} {'ms/sample (1 core)':>19} {'samples/s/core':>15}")
     for name in names:
         target = "gan" if name == "mnist" else "classifier"
