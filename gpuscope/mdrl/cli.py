@@ -33,6 +33,15 @@ def _env_flags(p: argparse.ArgumentParser) -> None:
                         "default), + release times (full)")
     p.add_argument("--terminal-bonus", type=float, default=0.0,
                    help="extra reward w*U_term on the terminal transition (ours; default 0)")
+    p.add_argument("--reward", default="paper", choices=("paper", "terminal"),
+                   help="the four rules of seed 003 §5.2 (paper, default) or U_term paid on "
+                        "the terminal transition only (terminal; ours)")
+    p.add_argument("--f-start", default="ljf", choices=("ljf", "last"),
+                   help="the f job starts when the partition is free: ahead of queued jobs "
+                        "(ljf, default) or after all earlier jobs started (last, Fig. 3's order)")
+    p.add_argument("--mask", default="paper", choices=("paper", "fit"),
+                   help="queue action always allowed (paper, default) or only when no server "
+                        "has room (fit: the agent picks servers, cannot defer a job)")
 
 
 def _partitions(args: argparse.Namespace) -> tuple[Any, list[Any]]:
@@ -65,7 +74,8 @@ def make_env(args: argparse.Namespace, part: Any) -> Any:
         sampler: Any = GavelEpisodes(part, n_jobs=args.jobs, durations=dur)
     else:
         sampler = EpisodeSampler(part, n_jobs=args.jobs, iat_h=args.iat, durations=dur)
-    return partition_env(part, sampler, state=args.state, terminal_bonus=args.terminal_bonus)
+    return partition_env(part, sampler, state=args.state, terminal_bonus=args.terminal_bonus,
+                         reward=args.reward, f_start=args.f_start, mask=args.mask)
 
 
 def _out(args: argparse.Namespace) -> Path:

@@ -9,7 +9,8 @@ ignored (the agent cannot resize a job).
 Rewards, §5.2 (spec A3.9): queue while some server has room −1; run on a server without room
 −1 and the job is queued; queue while no server has room 0; run with room U(p, t) of Eq. 4
 (the new job has τ = 0). ``terminal_bonus`` (gpuscope's, default 0) adds w·U_term to the
-transition that reaches the terminal event.
+transition that reaches the terminal event; ``reward="terminal"`` (gpuscope's) drops the
+per-step rewards and pays U_term on that transition only (the quantity Figs. 5-6 report).
 
 Events: completions before arrivals at equal times; jobs arrive one by one in order (a burst
 submits job 1, then job 2, ...). An arrival presents the new job; a release event presents the
@@ -32,6 +33,9 @@ import numpy as np
 from gpuscope.mdrl.sim import Episode, JobReq, Partition, utilisation
 
 STATES: tuple[str, ...] = ("paper", "flavor", "full")
+REWARDS: tuple[str, ...] = ("paper", "terminal")
+F_STARTS: tuple[str, ...] = ("ljf", "last")
+MASKS: tuple[str, ...] = ("paper", "fit")
 
 
 @dataclass
@@ -67,7 +71,12 @@ class PartitionEnv:
     render_mode = None
 
     def __init__(self, part: Partition, sampler: Callable[[np.random.Generator], Episode],
-                 state: str = "flavor", terminal_bonus: float = 0.0) -> None:
+                 state: str = "flavor", terminal_bonus: float = 0.0,
+                 reward: str = "paper", f_start: str = "ljf", mask: str = "paper") -> None:
+        if reward not in REWARDS:
+            from gpuscope.errors import InputError
+
+            raise InputError(f"unknown --reward {reward!r}; choose from {', '.join(REWARDS)}")
         if state not in STATES:
             from gpuscope.errors import InputError
 
@@ -76,6 +85,17 @@ class PartitionEnv:
         self.sampler = sampler
         self.state_kind = state
         self.terminal_bonus = terminal_bonus
+        self.reward_kind = reward
+        if f_start not in F_STARTS:
+            from gpuscope.errors import InputError
+
+            raise InputError(f"unknown --f-start {f_start!r}; choose from {', '.join(F_STARTS)}")
+        self.f_start = f_start
+        if mask not in MASKS:
+            from gpuscope.errors import InputError
+
+            raise InputError(f"unknown --mask {mask!r}; choose from {', '.join(MASKS)}")
+        self.mask_kind = mask
         self.m = len(part.servers)
         self.flv = part.single
         self.n = len(self.flv)
@@ -133,21 +153,26 @@ class PartitionEnv:
             r = -1.0 if fits.any() else 0.0
         self.cur = None
         self._advance()
+        if self.reward_kind == "terminal":
+            r = 0.0
         if self.terminal and self.result is not None:
-            r += self.terminal_bonus * self.result.u_term
+            r += (1.0 if self.reward_kind == "terminal" else self.terminal_bonus) * \
+                self.result.u_term
         self._ret += r
         if self.result is not None:
             self.result.ret = self._ret
         return self._obs(), float(r), self.terminal, False, self._info()
 
     def action_masks(self) -> np.ndarray:
-        """Allowed actions for the current job: its runs on servers with room, its queue."""
+        """Allowed actions for the current job: its runs on servers with room and its queue
+        action (``mask="paper"``), or the queue only when no server has room (``"fit"``)."""
         mask = np.zeros(self.n_actions, bool)
         if self.cur is None:
             return mask
         k = self.flv.index(self.cur.flavor)
-        mask[k * self.m:(k + 1) * self.m] = self._fits(self.cur)
-        mask[self.n * self.m + k] = True
+        fits = self._fits(self.cur)
+        mask[k * self.m:(k + 1) * self.m] = fits
+        mask[self.n * self.m + k] = self.mask_kind == "paper" or not fits.any()
         return mask
 
     def close(self) -> None:
@@ -210,8 +235,12 @@ class PartitionEnv:
         return job.flavor not in self.flv
 
     def _try_start_multi(self) -> bool:
-        """LJF: a waiting multi-server job goes first once the partition is free."""
+        """A waiting multi-server job starts once the partition is free: first (``ljf``), or
+        after every job that arrived before it has started (``last``)."""
         for job in sorted(self.queue, key=lambda q: (-q.flavor, q.job_id)):
+            if self.f_start == "last" and any(
+                    not self._is_multi(q) and q.job_id < job.job_id for q in self.queue):
+                continue
             if self._is_multi(job) and self._all_free():
                 self.queue.remove(job)
                 if not self.terminal:
@@ -243,8 +272,14 @@ class PartitionEnv:
                 continue
             t_rel = self.running[0][0] if self.running else None
             t_arr = self.arrivals[0].arrival_h if self.arrivals else None
-            if t_rel is None and t_arr is None:  # pragma: no cover - the f job always arrives
-                raise RuntimeError("stalled episode")
+            if t_rel is None and t_arr is None:
+                # nothing runs or arrives, jobs wait for the f job (f_start "last"): the
+                # agent queued a job that fits an empty partition; place it first-fit
+                job = min((q for q in self.queue if not self._is_multi(q)),
+                          key=lambda q: (-q.flavor, q.job_id))
+                self.queue.remove(job)
+                self._start(job, (int(np.flatnonzero(self._fits(job))[0]),))
+                continue
             new: list[JobReq] = []
             released = t_arr is None or (t_rel is not None and t_rel <= t_arr + 1e-9)
             if released:  # completions first at equal times

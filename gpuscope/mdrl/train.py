@@ -37,7 +37,10 @@ def train_agent(env: PartitionEnv, episodes: int = 1000, cfg: DQNConfig | None =
     cfg = cfg or DQNConfig()
     agent = DQNAgent(env.obs_dim, env.n_actions, cfg, seed=seed,
                      meta={"partition": env.part.name, "state": env.state_kind,
-                           "terminal_bonus": env.terminal_bonus, "seed": seed,
+                           "terminal_bonus": env.terminal_bonus,
+                           "reward": env.reward_kind, "f_start": env.f_start,
+                           "mask": env.mask_kind,
+                           "seed": seed,
                            "episodes": episodes})
     res = TrainResult(agent)
     t0 = time.perf_counter()
@@ -71,15 +74,21 @@ def moving_average(x: Sequence[float], window: int = 50) -> np.ndarray:
     return (c[window:] - c[:-window]) / window
 
 
-def plateau_episode(curve: Sequence[float], window: int = 50, tol: float = 0.01) -> int | None:
-    """First episode after which the ``window``-episode moving average stays within ``tol``
-    of its final level (mean of the last ``window`` averages); ``None`` if it never does."""
-    ma = moving_average(curve, window)
-    if len(ma) < 2 * window:
+def plateau_episode(curve: Sequence[float], window: int = 100, tol: float = 0.02,
+                    step: int = 10) -> int | None:
+    """First episode e (a multiple of ``step``) from which every ``window``-episode mean of
+    the curve stays within ``tol`` of the final level (the mean of the last 2·``window``
+    episodes): slope ≈ 0 after e. ``tol`` 0.02 is ~2 standard errors of a 100-episode mean
+    of U_term (per-episode sd ≈ 0.1). ``None`` when the curve is shorter than 3 windows."""
+    a = np.asarray(curve, float)
+    if len(a) < 3 * window:
         return None
-    final = ma[-window:].mean()
-    off = np.flatnonzero(np.abs(ma - final) > tol)
-    return int(off[-1] + window + 1) if off.size else window
+    final = a[-2 * window:].mean()
+    means = moving_average(a, window)            # means[i] = mean of a[i:i+window]
+    bad = np.flatnonzero(np.abs(means - final) > tol)
+    if not bad.size:
+        return 0
+    return int(-(-(bad[-1] + 1) // step) * step)
 
 
 def learning_curve_png(curves: Mapping[str, Sequence[float]], path: str, title: str,
@@ -157,5 +166,8 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def partition_env(part: Partition, sampler: Callable[[np.random.Generator], Episode],
-                  state: str = "flavor", terminal_bonus: float = 0.0) -> PartitionEnv:
-    return PartitionEnv(part, sampler, state=state, terminal_bonus=terminal_bonus)
+                  state: str = "flavor", terminal_bonus: float = 0.0,
+                  reward: str = "paper", f_start: str = "ljf",
+                  mask: str = "paper") -> PartitionEnv:
+    return PartitionEnv(part, sampler, state=state, terminal_bonus=terminal_bonus,
+                        reward=reward, f_start=f_start, mask=mask)
