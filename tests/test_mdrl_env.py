@@ -175,3 +175,37 @@ def test_check_env() -> None:
     env = gym_env(A100, EpisodeSampler(A100, iat_h=6.0))
     assert isinstance(env, gym.Env)
     check_env(env, skip_render_check=True)
+
+
+def test_f_start_last_is_fig3_narrative() -> None:
+    env = PartitionEnv(A100, EpisodeSampler(A100), f_start="last")
+    ff = run_episode(env, FirstFit(), fig3_episode(A100))
+    # the paper's text: job 4 (l) starts at t1+7, job 5 (f) at t1+17, all done at t1+31
+    assert ff.starts[3] == pytest.approx(8 * 24) and ff.starts[4] == pytest.approx(18 * 24)
+    assert ff.makespan_h == pytest.approx(32 * 24)
+
+
+def test_mask_fit_and_terminal_reward() -> None:
+    env = PartitionEnv(A100, EpisodeSampler(A100, iat_h=6.0), mask="fit", reward="terminal")
+    rng = np.random.default_rng(1)
+    for seed in range(50):
+        obs, info = env.reset(seed=seed)
+        done, rewards = env.terminal, []
+        while not done:
+            mask = info["action_mask"]
+            assert mask[env.queue_action()] == (not env.fits().any())
+            obs, r, done, _, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+            rewards.append(r)
+        assert rewards[:-1] == [0.0] * (len(rewards) - 1)
+        assert rewards[-1] == pytest.approx(info["u_term"])
+
+
+def test_plateau_episode() -> None:
+    from gpuscope.mdrl.train import plateau_episode
+
+    rng = np.random.default_rng(0)
+    curve = np.concatenate([np.linspace(0.5, 0.7, 300), np.full(700, 0.7)])
+    p = plateau_episode(curve + rng.normal(0, 0.05, 1000))
+    assert p is not None and 150 <= p <= 300
+    assert plateau_episode(np.linspace(0.4, 0.8, 1000)) >= 800     # still rising: late
+    assert plateau_episode([0.5] * 100) is None

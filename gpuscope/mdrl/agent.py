@@ -36,6 +36,8 @@ class DQNConfig:
     batch: int = 64
     target_sync: int = 100
     updates_per_step: int = 1
+    val_every: int = 25
+    val_episodes: int = 50
 
     def epsilon(self, episode: int) -> float:
         """Linear ε decay over ``eps_episodes`` episodes."""

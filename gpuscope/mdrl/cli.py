@@ -95,7 +95,8 @@ def _train(args: argparse.Namespace) -> int:
     cfg = DQNConfig(hidden=args.hidden, layers=args.layers, lr=args.lr, gamma=args.gamma,
                     eps_start=args.eps_start, eps_end=args.eps_end,
                     eps_episodes=args.eps_episodes, replay=args.replay, batch=args.batch,
-                    target_sync=args.target_sync)
+                    target_sync=args.target_sync, val_every=args.val_every,
+                    val_episodes=args.val_episodes)
     _, parts = _partitions(args)
     out = _out(args)
     curves: dict[str, list[float]] = {}
@@ -111,7 +112,8 @@ def _train(args: argparse.Namespace) -> int:
         last = float(np.mean(res.u_term[-100:]))
         summary.append({"partition": part.name, "episodes": args.episodes,
                         "seconds": round(res.seconds, 1), "u_term_last100": round(last, 4),
-                        "plateau_episode": plateau_episode(res.u_term)})
+                        "plateau_episode": plateau_episode(res.u_term),
+                        "kept_episode": res.best_episode})
     tmp = out / "train.csv.tmp"
     with open(tmp, "w") as f:
         f.write("partition,episode,u_term\n")
@@ -120,10 +122,12 @@ def _train(args: argparse.Namespace) -> int:
     os.replace(tmp, out / "train.csv")
     learning_curve_png(curves, str(out / "learning_curve.png"),
                        f"mDRL DQN U_term (emulated; iat {args.iat} h, seed {args.seed})")
-    print(f"{'partition':<10} {'episodes':>8} {'seconds':>8} {'U_term(last100)':>16} plateau")
+    print(f"{'partition':<10} {'episodes':>8} {'seconds':>8} {'U_term(last100)':>16} "
+          f"{'plateau':>8} kept")
     for s in summary:
         print(f"{s['partition']:<10} {s['episodes']:>8} {s['seconds']:>8} "
-              f"{s['u_term_last100']:>16.3f} {s['plateau_episode']}")
+              f"{s['u_term_last100']:>16.3f} {str(s['plateau_episode']):>8} "
+              f"{s['kept_episode']}")
     print(json.dumps({"out": str(out), "partitions": summary}))
     return 0
 
@@ -256,6 +260,11 @@ def register(subparsers: Any) -> None:
     t.add_argument("--batch", type=int, default=64, help="batch size (default 64)")
     t.add_argument("--target-sync", type=int, default=100,
                    help="gradient steps between target-network syncs (default 100)")
+    t.add_argument("--val-every", type=int, default=25,
+                   help="episodes between greedy validations; the best weights are kept "
+                        "(0: keep the last; default 25)")
+    t.add_argument("--val-episodes", type=int, default=50,
+                   help="validation episodes (own seed, disjoint from eval's; default 50)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.add_argument("-o", "--out", required=True, help="output folder (checkpoints, curve)")
     t.set_defaults(func=_train)

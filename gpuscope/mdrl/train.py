@@ -6,16 +6,18 @@ one, so each partition's agent trains alone on its own environment with its own 
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from gpuscope.mdrl.agent import DQNAgent, DQNConfig, DQNPolicy
 from gpuscope.mdrl.baselines import Oracle, Policy, make_baseline, run_episode
-from gpuscope.mdrl.env import PartitionEnv
+from gpuscope.mdrl.env import EpisodeResult, PartitionEnv
 from gpuscope.mdrl.sim import Episode, Partition
 
 
@@ -24,12 +26,19 @@ class TrainResult:
     agent: DQNAgent
     u_term: list[float] = field(default_factory=list)   # per training episode
     returns: list[float] = field(default_factory=list)
+    val: list[tuple[int, float]] = field(default_factory=list)  # (episode, greedy U_term)
+    best_episode: int = -1
     seconds: float = 0.0
 
 
 def train_agent(env: PartitionEnv, episodes: int = 1000, cfg: DQNConfig | None = None,
                 seed: int = 0, progress: bool = True, desc: str = "train") -> TrainResult:
-    """Algorithm 1 for one partition: ε-greedy episodes, one update per transition."""
+    """Algorithm 1 for one partition: ε-greedy episodes, one update per transition.
+
+    Every ``cfg.val_every`` episodes the greedy policy plays ``cfg.val_episodes`` fixed
+    validation episodes (their own seed, disjoint from the test seeds 10000+); the weights
+    with the best mean validation U_term are kept (model selection; 0 disables it).
+    """
     import torch
     from tqdm import tqdm
 
@@ -44,6 +53,18 @@ def train_agent(env: PartitionEnv, episodes: int = 1000, cfg: DQNConfig | None =
                            "episodes": episodes})
     res = TrainResult(agent)
     t0 = time.perf_counter()
+    val_eps = draw_episodes(env, cfg.val_episodes, 1_000_003 + seed) if cfg.val_every else []
+    best: tuple[float, dict[str, Any]] | None = None
+
+    def validate(ep: int) -> None:
+        nonlocal best
+        pol = DQNPolicy(agent)
+        u = float(np.mean([run_episode(env, pol, e).u_term for e in val_eps]))
+        res.val.append((ep, u))
+        if best is None or u > best[0]:
+            best = (u, copy.deepcopy(agent.q.state_dict()))
+            res.best_episode = ep
+
     env.reset(seed=seed)
     bar = tqdm(range(episodes), desc=desc, disable=not progress, leave=False)
     for ep in bar:
@@ -62,11 +83,16 @@ def train_agent(env: PartitionEnv, episodes: int = 1000, cfg: DQNConfig | None =
         res.returns.append(env.result.ret)
         if ep % 50 == 49:
             bar.set_postfix(u_term=f"{np.mean(res.u_term[-50:]):.3f}", eps=f"{eps:.2f}")
+        if val_eps and (ep + 1) % cfg.val_every == 0:
+            validate(ep + 1)  # the next loop turn resets to a sampled episode
+    if best is not None:
+        agent.q.load_state_dict(best[1])
+        agent.q_target.load_state_dict(best[1])
     res.seconds = time.perf_counter() - t0
     return res
 
 
-def moving_average(x: Sequence[float], window: int = 50) -> np.ndarray:
+def moving_average(x: Sequence[float] | np.ndarray, window: int = 50) -> np.ndarray:
     a = np.asarray(x, float)
     if len(a) < window:
         return np.array([a.mean()]) if len(a) else a
@@ -128,15 +154,20 @@ def evaluate(env: PartitionEnv, policies: dict[str, Callable[[int], Policy]],
 
     rows = []
     pols = {name: mk(seed) for name, mk in policies.items()}
+
+    def row(name: str, i: int, ep: Episode, r: EpisodeResult) -> tuple:
+        # jobs that arrived before the terminal job but started after it (deferred behind f)
+        t_f = r.t_term_h + min(j.arrival_h for j in ep.jobs)
+        late = sum(1 for j in ep.jobs[:-1] if r.starts.get(j.job_id, t_f) > t_f + 1e-9)
+        return (name, seed, i, r.u_term, r.u_end, r.t_term_h, r.makespan_h, late)
+
     for i, ep in enumerate(tqdm(episodes, desc="eval", disable=not progress, leave=False)):
         for name, pol in pols.items():
-            r = run_episode(env, pol, ep)
-            rows.append((name, seed, i, r.u_term, r.u_end, r.t_term_h, r.makespan_h))
+            rows.append(row(name, i, ep, run_episode(env, pol, ep)))
         if oracle:
-            r, _ = Oracle("u_term").solve(env, ep)
-            rows.append(("oracle", seed, i, r.u_term, r.u_end, r.t_term_h, r.makespan_h))
+            rows.append(row("oracle", i, ep, Oracle("u_term").solve(env, ep)[0]))
     return pd.DataFrame(rows, columns=["policy", "seed", "episode", "u_term", "u_end",
-                                       "t_term_h", "makespan_h"])
+                                       "t_term_h", "makespan_h", "deferred"])
 
 
 def baseline_factories(names: Sequence[str]) -> dict[str, Callable[[int], Policy]]:
@@ -158,9 +189,10 @@ def draw_episodes(env: PartitionEnv, n: int, seed: int) -> list[Episode]:
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean U_term, U_end, time to terminal, makespan and P(U_term < 0.3) per policy."""
+    """Mean U_term, U_end, time to terminal, makespan, jobs deferred behind the terminal job
+    per episode and P(U_term < 0.3) per policy."""
     g = df.groupby("policy", sort=False)
-    out = g[["u_term", "u_end", "t_term_h", "makespan_h"]].mean()
+    out = g[["u_term", "u_end", "t_term_h", "makespan_h", "deferred"]].mean()
     out["p_u_below_0.3"] = g["u_term"].apply(lambda u: float((u < 0.3).mean()))
     return out
 
