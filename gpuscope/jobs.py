@@ -9,6 +9,7 @@ catalog model, and scheduling fields (arrival, due date, tardiness weight).
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -248,6 +249,39 @@ def source_model_name(module: str | None = None, hf: str | None = None) -> str:
     raise InputError("a model source needs a module or an hf architecture")
 
 
+def source_digest(module: str | None = None, hf: str | None = None) -> str:
+    """sha1 of a model source: its spelling plus the bytes of the file it names (the module's
+    ``.py`` file, found without importing it, or the HF ``config.json``), so an edited model
+    saved under the same name gets a new graph key, hence a new cache entry and prediction."""
+    src = str(module or hf or "")
+    path: Path | None = None
+    if module:
+        target = module.rpartition(":")[0]
+        if target.endswith(".py") or "/" in target:
+            path = Path(target)
+        else:
+            import importlib.util
+
+            try:
+                spec = importlib.util.find_spec(target)
+            except (ImportError, ValueError):
+                spec = None
+            path = Path(spec.origin) if spec is not None and spec.origin else None
+    elif hf and hf.endswith(".json"):
+        path = Path(hf)
+    content = b""
+    if path is not None and path.is_file():
+        st = path.stat()
+        content = _file_digest(str(path.resolve()), st.st_mtime_ns, st.st_size).encode()
+    return hashlib.sha1(src.encode() + b"\0" + content).hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    """sha1 of a file's bytes (memoised per path, mtime and size)."""
+    return hashlib.sha1(Path(path).read_bytes()).hexdigest()
+
+
 def _slug(text: str) -> str:
     """File-name-safe form of a parametric dataset name (``tokens:seq=1024`` -> ``tokens_seq1024``)."""
     return re.sub(r"[^A-Za-z0-9_.]+", "_", text.replace("=", ""))
@@ -382,8 +416,7 @@ class JobSpec:
         if self.graph:
             base = Path(self.graph).stem
         elif self.module or self.hf:
-            src = str(self.module or self.hf)
-            base = f"{self.model}.{hashlib.sha1(src.encode()).hexdigest()[:8]}"
+            base = f"{self.model}.{source_digest(self.module, self.hf)[:8]}"
         else:
             base = self.model
         key = f"{base}-{_slug(self.dataset)}-{self.optimizer}-b{self.batch_size}"

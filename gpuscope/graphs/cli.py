@@ -2,6 +2,10 @@
 
     gpuscope graph export --model resnet50 --dataset imagenet --optimizer adam --batch-size 32 -o g.json
     gpuscope graph export --job job.json -o g.json --encode      # also writes g.parquet
+    gpuscope graph export --module examples/my_model.py:build --dataset tokens:seq=512 \
+        --batch-size 8 --optimizer adamw --precision amp-bf16 -o g.json
+    gpuscope graph export --hf gpt2:n_layer=36,n_embd=1280,n_head=20 --dataset tokens:seq=1024 \
+        --batch-size 4 -o g.json
     gpuscope graph show g.json                                   # .json / .pb / .pbtxt
     gpuscope graph summary --table 3 --models resnet20,lenet
 
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuscope.errors import InputError
+from gpuscope.jobargs import add_job_arguments, job_from_args
 
 
 def register(subparsers: Any) -> None:
@@ -24,13 +29,8 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
     e = sub.add_parser("export", help="export a job's training-step graph to a file")
-    e.add_argument("--job", help="job JSON file (JobSpec fields) instead of the options below")
-    e.add_argument("--model")
-    e.add_argument("--dataset")
-    e.add_argument("--optimizer", default="sgd")
-    e.add_argument("--batch-size", type=int)
+    add_job_arguments(e, epochs=False)
     e.add_argument("--framework", default="pytorch", help="pytorch (default) or tensorflow")
-    e.add_argument("--graph", help="user-supplied graph file (.json, .pb, .pbtxt) to convert")
     e.add_argument("-o", "--output", required=True, help="output file (.json, .json.gz, .pbtxt, .pb)")
     e.add_argument("--encode", action="store_true",
                    help="also encode (Driple, K groups) into <output stem>.parquet")
@@ -54,24 +54,7 @@ def register(subparsers: Any) -> None:
 
 
 def _job_from_args(a: argparse.Namespace) -> Any:
-    from gpuscope.jobs import JobSpec
-
-    if a.job:
-        return JobSpec.from_json_file(a.job)
-    if a.graph:
-        model = a.model or Path(a.graph).stem
-    else:
-        missing = [f"--{n.replace('_', '-')}" for n in ("model", "dataset", "batch_size")
-                   if getattr(a, n) is None]
-        if missing:
-            raise InputError(f"graph export needs {', '.join(missing)} (or --job FILE)")
-        model = a.model
-    if a.batch_size is None and a.graph:
-        a.batch_size = 1
-    return JobSpec.from_dict({
-        "model": model, "dataset": a.dataset or "imagenet", "optimizer": a.optimizer,
-        "batch_size": a.batch_size, "epochs": 1, "framework": a.framework, "graph": a.graph,
-    })
+    return job_from_args(a, "graph export")
 
 
 def _export(a: argparse.Namespace) -> int:

@@ -63,10 +63,17 @@ def _fake_cpu(wl: Any, job: JobSpec) -> Any:
 
 def export_torch(job: JobSpec, device: str = "meta") -> OpGraph:
     """Trace the catalog workload of ``job`` (forward, backward, optimizer step) on ``device``."""
+
+    meta = {**job_meta(job), "trace_device": device}
+    if job.module is not None or job.hf is not None:
+        return _export_source(job, device, meta)
+    return _trace(job, device, meta)
+
+
+def _trace(job: JobSpec, device: str, meta: dict[str, Any]) -> OpGraph:
     from gpuscope.graphs.torch_frontend import trace_train_step
     from gpuscope.workloads import build_workload
 
-    meta = {**job_meta(job), "trace_device": device}
     if job.precision.startswith("amp-") and device == "meta":
         from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -80,6 +87,40 @@ def export_torch(job: JobSpec, device: str = "meta") -> OpGraph:
     batch = wl.sample_batch(job.batch_size, device=device)
     return trace_train_step(wl.train_step, batch, wl.modules, wl.optimizers,
                             name=job.graph_key, meta=meta)
+
+
+def _export_source(job: JobSpec, device: str, meta: dict[str, Any]) -> OpGraph:
+    """Trace a ``module``/``hf`` job; a failure is bad input, named by the failing op."""
+    from gpuscope.errors import InputError
+    from gpuscope.graphs.torch_frontend import OpWatch
+    from gpuscope.workloads import build_workload
+
+    try:
+        return _trace(job, device, meta)
+    except InputError:
+        raise
+    except NotImplementedError as e:  # an op without a meta kernel: real arithmetic on CPU
+        if device != "meta":
+            raise InputError(f"{job.model}: {e}") from None
+        warnings.warn(f"{job.graph_key}: meta-device trace failed ({e}); tracing on cpu",
+                      RuntimeWarning, stacklevel=2)
+        return _export_source(job, "cpu", {**meta, "trace_device": "cpu"})
+    except Exception as e:  # noqa: BLE001 - user models fail in any way; find the op
+        first_error = e
+    watch = OpWatch()
+    try:
+        wl = build_workload(job, device=device)
+        batch = wl.sample_batch(job.batch_size, device=device)
+        with watch:
+            wl.train_step(batch)
+    except Exception:  # noqa: BLE001
+        pass
+    ds = job.dataset_spec
+    shapes = "x".join(map(str, (job.batch_size, *ds.sample_shape)))
+    where = f" at {watch.failed}" if watch.failed else ""
+    msg = (str(first_error).strip().splitlines() or [type(first_error).__name__])[0]
+    raise InputError(f"{job.model}: the training step failed{where} on input {shapes} "
+                     f"({job.dataset}): {type(first_error).__name__}: {msg}") from None
 
 
 def export_keras(job: JobSpec) -> OpGraph:

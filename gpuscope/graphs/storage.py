@@ -5,13 +5,15 @@
 ``edge_index`` (int64 list: the sources, then the destinations). ``load_encoded`` inverts it
 exactly (design.md "Datasets": ``graphs.parquet``, one row per distinct ``graph_key``).
 
-``GraphCache(dir)`` keeps exported OpGraphs as ``<graph_key>.json.gz`` so the predictor
+``GraphCache(dir)`` keeps exported OpGraphs as ``<graph_key>-<content digest>.json.gz`` so the predictor
 never re-exports a graph it has seen (design.md "Predictions"). Default directory
 ``$GPUSCOPE_CACHE/graphs``, else ``~/.cache/gpuscope/graphs``.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -80,8 +82,35 @@ def default_cache_dir() -> Path:
     return base / "graphs"
 
 
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha1 of what an exported graph depends on besides the job: the gpuscope version, the
+    bytes of the workload and graph-frontend sources, and the torch (and, when installed,
+    transformers) versions. Part of every cache entry's name, so a changed model definition,
+    tracer or library never serves a stale graph."""
+    import importlib.metadata
+
+    import gpuscope
+
+    h = hashlib.sha1(f"gpuscope {gpuscope.__version__} torch {torch.__version__}".encode())
+    try:
+        h.update(f" transformers {importlib.metadata.version('transformers')}".encode())
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    root = Path(__file__).resolve().parents[1]
+    files = sorted((root / "workloads").glob("*.py")) + [
+        root / "graphs" / n for n in ("torch_frontend.py", "aten_ops.py", "export.py",
+                                      "opgraph.py", "tf_frontend.py", "keras_models.py")]
+    for f in files:
+        if f.is_file():
+            h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()
+
+
 class GraphCache:
-    """Exported OpGraphs on disk, keyed by ``JobSpec.graph_key`` (JSON, gzip)."""
+    """Exported OpGraphs on disk, keyed by content: ``<graph_key>-<digest>.json.gz`` where the
+    digest covers the code and library versions (``code_digest``) and, for a graph file, the
+    file's bytes; a module/hf job's ``graph_key`` already holds its source file's digest."""
 
     def __init__(self, directory: str | Path | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
@@ -89,7 +118,10 @@ class GraphCache:
     def path(self, job: JobSpec) -> Path:
         # graph_key does not name the framework; a TensorFlow export is another graph
         tag = f"-{job.framework}" if job.framework != "pytorch" and job.graph is None else ""
-        return self.directory / f"{job.graph_key}{tag}.json.gz"
+        h = hashlib.sha1(code_digest().encode())
+        if job.graph is not None and Path(job.graph).is_file():
+            h.update(Path(job.graph).read_bytes())
+        return self.directory / f"{job.graph_key}{tag}-{h.hexdigest()[:12]}.json.gz"
 
     def __contains__(self, job: JobSpec) -> bool:
         return self.path(job).is_file()

@@ -47,6 +47,24 @@ def _shape(t: torch.Tensor) -> tuple[int, ...]:
     return tuple(int(s) for s in t.shape)
 
 
+class OpWatch(TorchDispatchMode):
+    """Remembers the aten op that raised, to name it in a failed trace's error message."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: str | None = None
+        self.last: str | None = None
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (),
+                           kwargs: dict | None = None) -> Any:
+        try:
+            return func(*args, **(kwargs or {}))
+        except Exception:
+            if self.failed is None:
+                self.failed = str(func)
+            raise
+
+
 class _Recorder(TorchDispatchMode):
     """Records every aten op into nodes and edges (see the module docstring)."""
 

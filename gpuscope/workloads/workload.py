@@ -289,17 +289,24 @@ def _first_tensor(out: Any) -> torch.Tensor:
 
 def build_workload(job: JobSpec, device: str | torch.device = "cpu", seed: int = 0) -> Workload:
     """Build ``job``'s networks directly on ``device`` (``meta`` for a weightless trace) and
-    its optimizers; parameters are initialised deterministically from ``seed``."""
+    its optimizers; parameters are initialised deterministically from ``seed``. Catalog
+    models come from ``CATALOG``; ``module``/``hf`` jobs from ``gpuscope.workloads.sources``."""
     if job.graph is not None:
         raise InputError(f"job {job.key} uses a graph file ({job.graph}), not a catalog model")
-    entry = CATALOG[job.model]
     device = torch.device(device)
     torch.manual_seed(seed)
-    with torch.device(device):
-        net = build_model(job.model, job.dataset)
+    if job.module is not None or job.hf is not None:
+        from gpuscope.workloads.sources import build_source_model
+
+        with torch.device(device):
+            net, kind = build_source_model(job)
+    else:
+        kind = CATALOG[job.model].kind
+        with torch.device(device):
+            net = build_model(job.model, job.dataset)
     modules = net if isinstance(net, nn.ModuleDict) else nn.ModuleDict({"model": net})
     modules.train()
-    return make_workload(job, entry.kind, modules)
+    return make_workload(job, kind, modules)
 
 
 def make_workload(job: JobSpec, kind: str, modules: nn.ModuleDict,
