@@ -26,6 +26,7 @@ STAGE_CLIS: tuple[str, ...] = (
     "gpuscope.workloads.cli",
     "gpuscope.profiling.cli",
     "gpuscope.emulator.cli",
+    "gpuscope.emulator.estimate_cmd",
     "gpuscope.predictor.cli",
     "gpuscope.allocator.cli",
     "gpuscope.schedulers.cli",
