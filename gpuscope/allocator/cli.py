@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "policy (seed 001 Alg. 1-2), order each GPU's queue, simulate on ground "
                     "truth, write plan, metrics and plots.")
     p.add_argument("--jobs", required=True, help=f"queue file (.csv/.json) or one of: {queues}")
-    p.add_argument("--cluster", required=True, help="TYPE:COUNT,... e.g. gtx1080:1,rtx2070:1")
+    p.add_argument("--cluster", required=True,
+                   help="TYPE:COUNT,... e.g. gtx1080:1,rtx2070:1, or a cluster TOML file")
     p.add_argument("--policy", default="comp-eff",
                    help=f"one or a comma list of {', '.join(POLICIES)}, or 'all'")
     p.add_argument("--order", default="fifo", help=f"one or a comma list of {', '.join(ORDERS)}")
@@ -39,6 +40,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--steps-per-epoch", type=int, default=None,
                    help="epoch length of the named queues (default: that of the --truth runs)")
     p.add_argument("-o", "--out", required=True, help="output folder")
+    p.add_argument("--submit", choices=("slurm",), default=None,
+                   help="run the plan (one policy, one order) on Slurm: see gpuscope slurm")
+    try:
+        from gpuscope.slurm.cli import add_submit_args
+    except ModuleNotFoundError:  # pragma: no cover - the slurm room is optional
+        pass
+    else:
+        add_submit_args(p)
     p.set_defaults(func=_allocate)
 
     t = subparsers.add_parser(
@@ -72,14 +81,17 @@ def _split(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
 
 
 def _allocate(args: argparse.Namespace) -> int:
-    from gpuscope.allocator.cluster import ClusterSpec
     from gpuscope.allocator.efficiency import parse_resources
     from gpuscope.allocator.ordering import ORDERS
     from gpuscope.allocator.policies import POLICIES
 
-    cluster = ClusterSpec.parse(args.cluster)
+    cluster = _cluster(args.cluster)
     policies = _split(args.policy, POLICIES, "policy")
     orders = _split(args.order, ORDERS, "order")
+    if args.submit and (len(policies) > 1 or len(orders) > 1 or args.policy == "all"):
+        raise InputError("--submit runs one plan: give one --policy and one --order")
+    if not args.submit and (getattr(args, "dry_workload", False) or getattr(args, "command", None)):
+        raise InputError("--dry-workload and --command go with --submit slurm")
     resources = parse_resources(args.resources)
     oracles = [p for p in policies if p.startswith("oracle")]
     if args.truth is None and oracles:
@@ -97,7 +109,36 @@ def _allocate(args: argparse.Namespace) -> int:
     inp = prepare(jobs, cluster, args.model_dir, args.truth, policies)
     summary = write_allocation(inp, policies, orders, resources, Path(args.out), seed=args.seed)
     print(summary)
+    if args.submit == "slurm":
+        from gpuscope.slurm.cli import submitted_line, time_scale
+        from gpuscope.slurm.submit import submit
+
+        is_file = _is_cluster_file(args.cluster)
+        sub, meta = submit(Path(args.out) / f"plan_{policies[0]}_{orders[0]}.csv", args.out,
+                           cluster=args.cluster if is_file else None,
+                           state_dir=args.slurm_state_dir, dry_workload=args.dry_workload,
+                           time_scale=time_scale(args.time_scale), command=args.command,
+                           jobs={str(j.job_id): j for j in jobs})
+        print(submitted_line(sub, meta, args.out))
     return 0
+
+
+def _is_cluster_file(text: str) -> bool:
+    return text.endswith(".toml") or Path(text).is_file()
+
+
+def _cluster(text: str):
+    """``TYPE:COUNT,...``, or a cluster file: each GPU type with its GPUs over all servers."""
+    from gpuscope.allocator.cluster import ClusterSpec
+
+    if not _is_cluster_file(text):
+        return ClusterSpec.parse(text)
+    from gpuscope.clusters import load_cluster
+
+    counts: dict[str, int] = {}
+    for s in load_cluster(text).servers:
+        counts[s.gpu_type] = counts.get(s.gpu_type, 0) + s.gpus
+    return ClusterSpec(tuple(counts), tuple(counts.values()))
 
 
 def _steps(args: argparse.Namespace, cluster) -> int | None:
@@ -120,13 +161,12 @@ def _has_driple(args: argparse.Namespace, cluster) -> bool:
 
 
 def _tjng(args: argparse.Namespace) -> int:
-    from gpuscope.allocator.cluster import ClusterSpec
     from gpuscope.allocator.pipeline import check_devices, graph_source, load_jobs
     from gpuscope.allocator.predict import check_checkpoints, predict_queue
     from gpuscope.allocator.tjng_export import export_tjng, one_gpu_times
     from gpuscope.allocator.truth import labels_path, load_truth
 
-    cluster = ClusterSpec.parse(args.cluster)
+    cluster = _cluster(args.cluster)
     if args.nodes is not None and args.nodes < 1:
         raise InputError(f"--nodes must be >= 1, got {args.nodes}")
     check_devices(cluster)

@@ -118,7 +118,7 @@ def _submit(args: argparse.Namespace) -> int:
     if args.jobs:
         from gpuscope.jobs import read_queue
 
-        jobs = {j.job_id: j for j in read_queue(args.jobs)}
+        jobs = {str(j.job_id): j for j in read_queue(args.jobs)}
     sub, meta = submit(args.plan, args.out, cluster=args.cluster, state_dir=args.state_dir,
                        dry_workload=args.dry_workload, time_scale=time_scale(args.time_scale),
                        command=args.command, jobs=jobs)
