@@ -82,7 +82,7 @@ def check_invariants(p, res) -> None:
 def test_simulation_invariants_all_methods(seed, n_jobs, n_nodes, fixed) -> None:
     p = small_problem(seed, n_jobs, n_nodes, fixed)
     for m in METHODS:
-        res = simulate(p, make_method(m, seed=seed))
+        res = simulate(p, make_method(m, seed=seed), full_log=True)
         check_invariants(p, res)
 
 
@@ -91,8 +91,8 @@ def test_simulation_invariants_all_methods(seed, n_jobs, n_nodes, fixed) -> None
 def test_same_seed_same_schedule(seed, n_jobs) -> None:
     p = small_problem(seed, n_jobs, 2, False)
     for m in ("rg", "pr"):
-        a = simulate(p, make_method(m, seed=3)).log
-        b = simulate(p, make_method(m, seed=3)).log
+        a = simulate(p, make_method(m, seed=3), full_log=True).log
+        b = simulate(p, make_method(m, seed=3), full_log=True).log
         pd.testing.assert_frame_equal(a, b)
 
 

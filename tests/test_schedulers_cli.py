@@ -29,7 +29,8 @@ def test_example_instance_runs_and_writes_back_unchanged(tmp_path: Path, capsys)
         assert filecmp.cmp(EXAMPLE / f, tmp_path / "inst" / f, shallow=False)
     q = load_problem(tmp_path / "inst")
     assert np.array_equal(p.T, q.T) and np.array_equal(p.node_rate, q.node_rate)
-    assert main(["schedule", "--instance", str(EXAMPLE), "--method", "edf", "-o", str(tmp_path / "out")]) == 0
+    assert main(["schedule", "--instance", str(EXAMPLE), "--method", "edf", "--full-log",
+                 "-o", str(tmp_path / "out")]) == 0
     sched = pd.read_csv(tmp_path / "out" / "schedule.csv")
     assert tuple(sched.columns) == SCHEDULE_COLUMNS
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())

@@ -33,10 +33,13 @@ def _run(args: argparse.Namespace) -> int:
         p = load_problem(args.instance, replace(p.params, **over))
     kw = {"max_it_rg": args.max_it} if args.max_it else {}
     kw["pr_objective"] = args.pr_objective
-    res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=sys.stderr.isatty())
+    res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=sys.stderr.isatty(),
+                   full_log=args.full_log)
     write_results(res, args.output, {"instance": str(args.instance), "seed": args.seed,
                                      "tjng_source": p.params.tjng_source,
-                                     "method_name": args.method, "pr_objective": args.pr_objective})
+                                     "method_name": args.method, "pr_objective": args.pr_objective,
+                                     "placement": p.params.placement,
+                                     "interval_s": str(p.params.interval), "horizon_s": p.params.H})
     s = res.summary
     print(f"{args.method}: total cost {s['total_cost']:.4f} (execution {s['exec_cost']:.4f}, "
           f"tardiness {s['tardiness_cost']:.4f}), {s['late_jobs']} late jobs, "
@@ -78,6 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "arrivals and completions only, as the reference)")
     sp.add_argument("--horizon", type=float, default=None,
                     help="proxy postponement horizon H in s (P1a's T_c + H + M_j - d_j; default 3600)")
+    sp.add_argument("--full-log", action="store_true",
+                    help="also write schedule.csv, one row per rescheduling point x job "
+                         "(the reference's format; grows quadratically with the instance)")
     sp.add_argument("-o", "--output", help="results folder")
     sp.set_defaults(func=_run)
     sub = sp.add_subparsers(dest="schedule_command", metavar="generate")

@@ -13,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from gpuscope.errors import InputError
+from gpuscope.schedulers.fastgreedy import greedy_decision, postprocess_fast
 from gpuscope.schedulers.greedy import construct
 from gpuscope.schedulers.model import Problem
-from gpuscope.schedulers.relinking import elite, postprocess, relink
+from gpuscope.schedulers.relinking import elite, relink
 from gpuscope.schedulers.step import (
     Decision,
     StepState,
@@ -79,11 +80,12 @@ class RandomizedGreedy:
         self.rng_ = np.random.default_rng(seed)
 
     def step(self, p: Problem, st: StepState) -> Decision:
-        n = self.max_it or p.params.max_it_rg
-        b = construct(p, st, n, self.rng_ if self.randomized else None)
-        i = int(np.argmin(b.obj))
-        d = b.decision(i)
-        return postprocess(p, st, d) if self.postprocess else d
+        if self.randomized:
+            b = construct(p, st, self.max_it or p.params.max_it_rg, self.rng_)
+            d = b.decision(int(np.argmin(b.obj)))
+        else:  # the scalar construction: same decision as construct()'s iteration 0
+            d = greedy_decision(p, st)
+        return postprocess_fast(p, st, d) if self.postprocess else d
 
 
 #: PathRelinking objectives: ``p1a`` (default, improved) or ``eq1`` (seed 002 as written).
@@ -126,11 +128,11 @@ class PathRelinking:
         for t in sols[1:]:
             s = relink(p, s, t, terms, n_pr)
         assert f_eq1(p, st, s, terms) >= f_eq1(p, st, sols[0], terms) - 1e-9
-        s = postprocess(p, st, s)
+        s = postprocess_fast(p, st, s)
         if self.objective == "eq1":
             return s
         i = int(np.argmin(b.obj))  # the RG solution (best construction by P1a)
-        rg = postprocess(p, st, b.decision(i))
+        rg = postprocess_fast(p, st, b.decision(i))
         # (the other elites are not candidates: post-processing each costs ~1 ms a step)
         return s if f_obj(p, st, s, Ra) <= f_obj(p, st, rg, Ra) else rg
 

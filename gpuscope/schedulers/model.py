@@ -98,6 +98,7 @@ class Problem:
     big_conf: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [C]
 
     def __post_init__(self) -> None:
+        self._fixed = bool((self.fixed_vm >= 0).all())
         # placement groups: node types whose open nodes a job may share (its GPU type under
         # the ``largest`` rule, its own VM type under ``per-job``), and for every config
         # (v, g) the config (w, g) of the largest VM w of v's group offering g GPUs
@@ -122,7 +123,7 @@ class Problem:
 
     @property
     def fixed(self) -> bool:
-        return bool((self.fixed_vm >= 0).all())
+        return self._fixed
 
     def available_confs(self) -> np.ndarray:
         """Configurations usable at all: every config (vm model) or those of existing node types."""

@@ -1,5 +1,6 @@
 """Online simulation (seed 002 §2.1, seed 000 §IV-A): reschedule at every submission, every
-completion, and H seconds after the last rescheduling point when nothing else happens.
+completion and, with a finite ``Params.interval``, that many seconds after the last
+rescheduling point when nothing else happens (default: event-driven, as the reference).
 
 Between two points every running job progresses at rate 1 / t_jc on its configuration; a
 preempted job keeps its completed fraction and resumes from it on any configuration (the
@@ -23,58 +24,66 @@ from gpuscope.schedulers.step import StepState, node_types
 
 @dataclass
 class SimResult:
-    """``log``: one row per rescheduling point × job in the system (reference-format columns,
-    see :mod:`gpuscope.schedulers.results`); ``jobs``: one row per job; ``slots``: one row per
-    interval between rescheduling points; ``summary``: totals and solver times."""
+    """``segments``: one row per job per contiguous run on one node and configuration (the
+    compact schedule: linear in the number of jobs); ``jobs``: one row per job; ``slots``:
+    one row per interval between rescheduling points; ``summary``: totals and solver times;
+    ``full_log`` (only with ``simulate(..., full_log=True)``): one row per rescheduling point
+    × job in the system, reference-format columns (see :mod:`gpuscope.schedulers.results`)."""
 
-    log: pd.DataFrame
+    segments: pd.DataFrame
     jobs: pd.DataFrame
     slots: pd.DataFrame
     summary: dict[str, float | int | str] = field(default_factory=dict)
+    full_log: pd.DataFrame | None = None
+
+    @property
+    def log(self) -> pd.DataFrame:
+        if self.full_log is None:
+            raise ValueError("run simulate(..., full_log=True) for the per-point log")
+        return self.full_log
 
     @property
     def timeline(self) -> pd.DataFrame:
-        """Per-job segments: consecutive slots on the same node and configuration merged."""
-        r = self.log[self.log["n_assigned_GPUs"] > 0]
-        r = r.sort_values(["UniqueJobsID", "n_iterate"], kind="stable")
-        key = r[["UniqueJobsID", "node_ID", "VMtype", "n_assigned_GPUs"]].astype(str).agg("|".join, axis=1)
-        same_job = r["UniqueJobsID"] == r["UniqueJobsID"].shift()
-        brk = (key != key.shift()) | ~same_job | (r["n_iterate"] != r["n_iterate"].shift() + 1)
-        seg = brk.cumsum()
-        g = r.groupby(seg, sort=False)
-        return pd.DataFrame({
-            "job_id": g["UniqueJobsID"].first(), "node": g["node_ID"].first(),
-            "vm_type": g["VMtype"].first(), "gpu_type": g["GPUtype"].first(),
-            "n_gpus": g["n_assigned_GPUs"].first(), "start_s": g["StartTime"].first(),
-            "end_s": g["FinishTime"].last(), "exec_cost": g["GPUcost"].sum(),
-        }).reset_index(drop=True)
+        """Per-job segments (alias of ``segments``)."""
+        return self.segments
 
 
 def _relabel(p: Problem, prev: np.ndarray, node: np.ndarray, conf: np.ndarray) -> np.ndarray:
-    """Rename nodes so that a job keeping its VM type stays on its node where possible (node
-    names are interchangeable under the VM model; this only avoids counting fake migrations)."""
+    """Rename nodes so that jobs keeping their node mates stay on their node where possible
+    (node names are interchangeable under the VM model; this only avoids counting fake
+    migrations): each new node takes the old node it shares most jobs with, unless a new
+    node sharing more took it first; the others take free names in order."""
     if p.fixed:
         return node
+    N = p.n_nodes
     run = conf >= 0
-    vm = node_types(p, node, conf)
-    mapping = np.full(p.n_nodes, -1, dtype=np.int64)
-    taken = np.zeros(p.n_nodes, dtype=bool)
+    mapping = np.full(N, -1, dtype=np.int64)
+    taken = np.zeros(N, dtype=bool)
     both = run & (prev >= 0)
-    # (new, old) node pairs by how many jobs they share, most first (ties: smallest pair)
-    pairs, counts = np.unique(node[both] * p.n_nodes + prev[both], return_counts=True)
-    for code in pairs[np.argsort(-counts, kind="stable")].tolist():
-        new, old = divmod(code, p.n_nodes)
-        if mapping[new] < 0 and not taken[old]:
-            mapping[new], taken[old] = old, True
-    rest = iter(np.flatnonzero(~taken))
-    for n in np.flatnonzero(vm >= 0):
-        if mapping[n] < 0:
-            mapping[n] = next(rest)
+    if both.any():
+        pairs, counts = np.unique(node[both] * N + prev[both], return_counts=True)
+        o = np.argsort(-counts, kind="stable")  # most shared first (ties: smallest pair)
+        new, old = np.divmod(pairs[o], N)
+        _, fn = np.unique(new, return_index=True)  # best old node of each new node
+        cand = np.sort(fn)  # in order of shared count
+        _, fo = np.unique(old[cand], return_index=True)  # each old node once, best first
+        win = cand[fo]
+        mapping[new[win]], taken[old[win]] = old[win], True
+    opened = np.zeros(N, dtype=bool)
+    opened[node[run]] = True
+    rest = np.flatnonzero(opened & (mapping < 0))
+    mapping[rest] = np.flatnonzero(~taken)[: len(rest)]
     return np.where(run, mapping[np.maximum(node, 0)], -1)
 
 
-def simulate(p: Problem, method: object, progress: bool = False, check: bool = True) -> SimResult:
-    """Run ``method`` (an object with ``step(problem, state)``) online over the whole instance."""
+def simulate(p: Problem, method: object, progress: bool = False, check: bool = True,
+             full_log: bool = False) -> SimResult:
+    """Run ``method`` (an object with ``step(problem, state)``) online over the whole instance.
+
+    Rescheduling points: every arrival, every completion and, with a finite
+    ``p.params.interval``, that many seconds after the previous point. Work per point is
+    linear in the jobs in the system; the output is linear in the jobs (segments) unless
+    ``full_log`` asks for the reference's per-point rows."""
     J, N, H = p.n_jobs, p.n_nodes, p.params.interval
     done = np.zeros(J)
     finished = np.zeros(J, dtype=bool)
@@ -85,18 +94,32 @@ def simulate(p: Problem, method: object, progress: bool = False, check: bool = T
     n_pre = np.zeros(J, dtype=np.int64)
     n_mig = np.zeros(J, dtype=np.int64)
     exec_cost = np.zeros(J)
+    seg_start = np.zeros(J)
+    seg_cost = np.zeros(J)
+    segs: list[tuple[np.ndarray, ...]] = []  # closed segments: job, node, conf, start, end, cost, done
     arr = np.argsort(p.submit, kind="stable")
+    active = np.zeros(0, dtype=np.int64)
     ptr, t, it = 0, float(p.submit[arr[0]]), 0
     logs, slots, solve = [], [], []
     bar = tqdm(total=J, disable=not progress, desc="simulate", unit="job")
-    while not finished.all():
+
+    def close(js: np.ndarray, end: np.ndarray | float) -> None:
+        if len(js):
+            segs.append((js, cur_node[js].copy(), cur_conf[js].copy(), seg_start[js].copy(),
+                         np.broadcast_to(end, js.shape).copy(), seg_cost[js].copy(), done[js].copy()))
+
+    n_done = 0
+    while n_done < J:
+        p0 = ptr
         while ptr < J and p.submit[arr[ptr]] <= t + 1e-9:
             ptr += 1
-        q = np.sort(arr[:ptr][~finished[arr[:ptr]]])
+        if ptr > p0:  # the jobs in the system, in file order
+            active = np.sort(np.concatenate([active, arr[p0:ptr]]))
+        q = active
         R = (1.0 - done[q])[:, None] * p.T[q]
         st = StepState(t=t, jobs=q, R=R, cur_node=cur_node[q].copy(), cur_conf=cur_conf[q].copy())
         tic = time.perf_counter()
-        d = method.step(p, st)
+        d = method.step(p, st)  # type: ignore[attr-defined]
         solve.append(time.perf_counter() - tic)
         node = _relabel(p, cur_node[q], d.node, d.conf)
         conf = d.conf
@@ -104,9 +127,13 @@ def simulate(p: Problem, method: object, progress: bool = False, check: bool = T
         if check:
             _check(p, node, conf, R)
         was = cur_conf[q] >= 0
+        moved = was & run & ((node != cur_node[q]) | (conf != cur_conf[q]))
         n_pre[q[was & ~run]] += 1
-        n_mig[q[was & run & ((node != cur_node[q]) | (conf != cur_conf[q]))]] += 1
-        cur_node[q], cur_conf[q] = node, conf
+        n_mig[q[moved]] += 1
+        close(q[was & (moved | ~run)], t)
+        new = q[run & (moved | ~was)]
+        seg_start[new], seg_cost[new] = t, 0.0
+        cur_node[q], cur_conf[q] = np.where(run, node, -1), conf
         li = np.flatnonzero(run)
         rem = R[li, conf[li]]
         t_arr = p.submit[arr[ptr]] if ptr < J else np.inf
@@ -115,38 +142,46 @@ def simulate(p: Problem, method: object, progress: bool = False, check: bool = T
             raise RuntimeError(f"{type(method).__name__} left {len(q)} jobs waiting on an empty cluster")
         dt = t_next - t
         gj = p.conf_g[conf[li]]
-        used = np.bincount(node[li], weights=gj, minlength=N)
+        nl = node[li]
+        used = np.bincount(nl, weights=gj, minlength=N)
         vm = node_types(p, node, conf)
         rate = np.where(used > 0, p.node_rate[np.maximum(vm, 0), used.astype(np.int64)], 0.0)
         node_cost = rate * dt / 3600.0
-        share = node_cost[node[li]] * gj / used[node[li]]
+        share = node_cost[nl] * gj / used[nl]
         jr = q[li]
         exec_cost[jr] += share
+        seg_cost[jr] += share
         start[jr] = np.where(np.isnan(start[jr]), t, start[jr])
         ends = rem - dt <= 1e-9 * np.maximum(1.0, rem)
         done[jr] = np.where(ends, 1.0, done[jr] + dt / p.T[jr, conf[li]])
-        completion[jr[ends]] = t + rem[ends]
-        finished[jr[ends]] = True
-        cur_node[jr[ends]] = cur_conf[jr[ends]] = -1
-        bar.update(int(ends.sum()))
-        ci = np.maximum(conf, 0)
-        gpu_cost = np.zeros(len(q))
-        gpu_cost[li] = share
-        tard = np.where(finished[q] & run, np.maximum(0.0, completion[q] - p.due[q]), 0.0)
-        logs.append(({
-            "n_iterate": it, "sim_time": t, "_j": q,
-            "SelectedTime": np.where(run, R[np.arange(len(q)), ci], np.nan),
-            "ExecutionTime": np.where(run, dt, 0.0), "CompletionPercent": 100.0 * done[q],
-            "StartTime": t, "FinishTime": np.where(run, t_next, np.nan),
-            "_node": np.where(run, node, -1), "_vm": np.where(run, p.conf_vm[ci], -1),
-            "n_assigned_GPUs": np.where(run, p.conf_g[ci], 0), "Tardiness": tard,
-            "GPUcost": gpu_cost, "TardinessCost": tard * p.weight[q],
-        }, len(q)))
+        je = jr[ends]
+        completion[je] = t + rem[ends]
+        finished[je] = True
+        close(je, completion[je])
+        cur_node[je] = cur_conf[je] = -1
+        if len(je):
+            active = active[~finished[active]]
+            n_done += len(je)
+            bar.update(len(je))
+        if full_log:
+            ci = np.maximum(conf, 0)
+            gpu_cost = np.zeros(len(q))
+            gpu_cost[li] = share
+            tard = np.where(finished[q] & run, np.maximum(0.0, completion[q] - p.due[q]), 0.0)
+            logs.append(({
+                "n_iterate": it, "sim_time": t, "_j": q,
+                "SelectedTime": np.where(run, R[np.arange(len(q)), ci], np.nan),
+                "ExecutionTime": np.where(run, dt, 0.0), "CompletionPercent": 100.0 * done[q],
+                "StartTime": t, "FinishTime": np.where(run, t_next, np.nan),
+                "_node": np.where(run, node, -1), "_vm": np.where(run, p.conf_vm[ci], -1),
+                "n_assigned_GPUs": np.where(run, p.conf_g[ci], 0), "Tardiness": tard,
+                "GPUcost": gpu_cost, "TardinessCost": tard * p.weight[q],
+            }, len(q)))
         slots.append((it, t, t_next, int((used > 0).sum()), int(used.sum()), len(li),
                       len(q) - len(li), float(node_cost.sum())))
         t, it = t_next, it + 1
     bar.close()
-    return _result(p, logs, slots, solve, completion, start, exec_cost, n_pre, n_mig, method)
+    return _result(p, logs, segs, slots, solve, completion, start, exec_cost, n_pre, n_mig, method)
 
 
 def _check(p: Problem, node: np.ndarray, conf: np.ndarray, R: np.ndarray) -> None:
@@ -161,26 +196,19 @@ def _check(p: Problem, node: np.ndarray, conf: np.ndarray, R: np.ndarray) -> Non
         raise RuntimeError("a decision uses a configuration without an execution time")
 
 
-def _result(p, logs, slots, solve, completion, start, exec_cost, n_pre, n_mig, method) -> SimResult:
-    # one DataFrame at the end (per-step DataFrames cost more than the schedulers)
-    log = pd.DataFrame({c: np.concatenate([np.broadcast_to(d[c], (n,)) for d, n in logs])
-                        for c in logs[0][0]})
-    j = log.pop("_j").to_numpy()
-    nd, vm = log.pop("_node").to_numpy(), log.pop("_vm").to_numpy()
-    names = np.asarray(p.node_names, dtype=object)
-    meta = p.instance.jobs
-    front = pd.DataFrame({
-        "n_iterate": log.pop("n_iterate"), "sim_time": log.pop("sim_time"),
-        "UniqueJobsID": p.job_ids[j], "SubmissionTime": p.submit[j], "Deadline": p.due[j],
-        "TardinessWeight": p.weight[j],
-        "MinExecTime": pd.to_numeric(meta["MinExecTime"]).to_numpy(float)[j],
-        "MaxExecTime": pd.to_numeric(meta["MaxExecTime"]).to_numpy(float)[j],
+def _segments(p: Problem, segs: list) -> pd.DataFrame:
+    j, nd, cf, s0, s1, cost, dn = (np.concatenate(c) for c in zip(*segs))
+    o = np.lexsort((s0, j))
+    j, nd, cf, s0, s1, cost, dn = (x[o] for x in (j, nd, cf, s0, s1, cost, dn))
+    vm = p.conf_vm[cf]
+    return pd.DataFrame({
+        "job_id": p.job_ids[j], "node": np.asarray(p.node_names, dtype=object)[nd],
+        "vm_type": p.vm_names[vm], "gpu_type": p.vm_gpu_type[vm], "n_gpus": p.conf_g[cf],
+        "start_s": s0, "end_s": s1, "exec_cost": cost, "completion_pct": 100.0 * dn,
     })
-    log = pd.concat([front, log], axis=1)
-    log.insert(13, "node_ID", np.where(nd >= 0, names[np.maximum(nd, 0)], ""))
-    log.insert(14, "GPUtype", np.where(vm >= 0, p.vm_gpu_type[np.maximum(vm, 0)], ""))
-    log["TotalCost"] = log["GPUcost"] + log["TardinessCost"]
-    log["VMtype"] = np.where(vm >= 0, p.vm_names[np.maximum(vm, 0)], "")
+
+
+def _result(p, logs, segs, slots, solve, completion, start, exec_cost, n_pre, n_mig, method) -> SimResult:
     tard = np.maximum(0.0, completion - p.due)
     jobs = pd.DataFrame({
         "job_id": p.job_ids, "submit_s": p.submit, "due_s": p.due, "weight": p.weight,
@@ -200,4 +228,28 @@ def _result(p, logs, slots, solve, completion, start, exec_cost, n_pre, n_mig, m
         "solve_s_total": float(s.sum()), "solve_s_median": float(np.median(s)),
         "solve_s_max": float(s.max()),
     }
-    return SimResult(log=log, jobs=jobs, slots=slot_df, summary=summary)
+    return SimResult(segments=_segments(p, segs), jobs=jobs, slots=slot_df, summary=summary,
+                     full_log=_full_log(p, logs) if logs else None)
+
+
+def _full_log(p: Problem, logs: list) -> pd.DataFrame:
+    # one DataFrame at the end (per-step DataFrames cost more than the schedulers)
+    log = pd.DataFrame({c: np.concatenate([np.broadcast_to(d[c], (n,)) for d, n in logs])
+                        for c in logs[0][0]})
+    j = log.pop("_j").to_numpy()
+    nd, vm = log.pop("_node").to_numpy(), log.pop("_vm").to_numpy()
+    names = np.asarray(p.node_names, dtype=object)
+    meta = p.instance.jobs
+    front = pd.DataFrame({
+        "n_iterate": log.pop("n_iterate"), "sim_time": log.pop("sim_time"),
+        "UniqueJobsID": p.job_ids[j], "SubmissionTime": p.submit[j], "Deadline": p.due[j],
+        "TardinessWeight": p.weight[j],
+        "MinExecTime": pd.to_numeric(meta["MinExecTime"]).to_numpy(float)[j],
+        "MaxExecTime": pd.to_numeric(meta["MaxExecTime"]).to_numpy(float)[j],
+    })
+    log = pd.concat([front, log], axis=1)
+    log.insert(13, "node_ID", np.where(nd >= 0, names[np.maximum(nd, 0)], ""))
+    log.insert(14, "GPUtype", np.where(vm >= 0, p.vm_gpu_type[np.maximum(vm, 0)], ""))
+    log["TotalCost"] = log["GPUcost"] + log["TardinessCost"]
+    log["VMtype"] = np.where(vm >= 0, p.vm_names[np.maximum(vm, 0)], "")
+    return log
