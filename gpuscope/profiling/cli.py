@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--device-name", required=True, help="name of the profiled device, e.g. h100")
     r.add_argument("--out", help="runs folder (default runs/<device-name>)")
     r.add_argument("--max-runs", type=int, help="run at most this many pending jobs")
-    r.add_argument("--backend", choices=("local", "ray"), default="local")
+    r.add_argument("--backend", choices=("local", "ray", "slurm"), default="local")
     r.add_argument("--timeout-s", type=float, help="per-run wall-clock limit (overrides campaign)")
     r.add_argument("--period-s", type=float, help="sampling period (overrides campaign; 1/6 s)")
     r.add_argument("--memory-limit-mb", type=int, help="RLIMIT_AS of each job (CPU OOM)")
@@ -30,6 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--gpus", type=int, default=None,
                    help="Ray: GPUs of this type (default: NVML's count); 0 = CPU tasks")
     r.add_argument("--cpus-per-task", type=float, default=1.0, help="Ray: CPUs per task")
+    r.add_argument("--slurm-partition", help="Slurm: partition of the runs (default: any)")
+    r.add_argument("--slurm-state-dir", help="Slurm: state folder of a `gpuscope slurm up` "
+                   "cluster (default: that of slurm up if one is up, else $SLURM_CONF's)")
     r.add_argument("--command", help="replace the workloads entry point with this command line "
                    "({job} = job JSON file, {loss_log} = loss log path); custom harnesses, tests")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -85,11 +88,18 @@ def _run(args: argparse.Namespace) -> int:
 
         gpus = args.gpus
         if gpus is None:
-            gpus = _nvml_count() if opts.use_nvml else 0
+            gpus = (1 if args.backend == "slurm" else _nvml_count()) if opts.use_nvml else 0
         with Ledger(out / "ledger.sqlite") as ledger:
             todo = pending_jobs(campaign, ledger, args.max_runs)
-        counts = run_campaign_ray(todo, out, opts, address=args.ray_address, num_gpus=gpus,
-                                  cpus_per_task=args.cpus_per_task, progress=not args.quiet)
+        if args.backend == "slurm":  # one sbatch per run on a node of this GPU type
+            from gpuscope.profiling.slurm_backend import run_campaign_slurm
+
+            counts = run_campaign_slurm(todo, out, opts, gpus=gpus, partition=args.slurm_partition,
+                                        cpus_per_task=max(1, round(args.cpus_per_task)),
+                                        state_dir=args.slurm_state_dir, progress=not args.quiet)
+        else:
+            counts = run_campaign_ray(todo, out, opts, address=args.ray_address, num_gpus=gpus,
+                                      cpus_per_task=args.cpus_per_task, progress=not args.quiet)
     with Ledger(out / "ledger.sqlite") as ledger:
         total = len(ledger)
     print(json.dumps({"runs_dir": str(out), "ran": dict(counts), "recorded": total,
