@@ -107,3 +107,19 @@ def test_bad_input_one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixtur
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("gpuscope: error:") and err.count("\n") == 1
+
+
+def test_training_is_deterministic() -> None:
+    torch = pytest.importorskip("torch")
+    from gpuscope.clusters import default_cluster
+    from gpuscope.mdrl.agent import DQNConfig
+    from gpuscope.mdrl.sim import EpisodeSampler, partition_from_cluster
+    from gpuscope.mdrl.train import partition_env, train_agent
+
+    part = partition_from_cluster(default_cluster(), "V100")
+    cfg = DQNConfig(batch=8, val_every=5, val_episodes=5)
+    runs = [train_agent(partition_env(part, EpisodeSampler(part), state="full"), 12, cfg,
+                        seed=4, progress=False) for _ in range(2)]
+    assert runs[0].u_term == runs[1].u_term and runs[0].val == runs[1].val
+    for a, b in zip(runs[0].agent.q.parameters(), runs[1].agent.q.parameters()):
+        assert torch.equal(a, b)

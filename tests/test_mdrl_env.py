@@ -209,3 +209,30 @@ def test_plateau_episode() -> None:
     assert p is not None and 150 <= p <= 300
     assert plateau_episode(np.linspace(0.4, 0.8, 1000)) >= 800     # still rising: late
     assert plateau_episode([0.5] * 100) is None
+
+
+def test_extensions_tjng_and_gavel() -> None:
+    import pandas as pd
+
+    from gpuscope.mdrl.extensions import GavelEpisodes, TjngDurations
+
+    # two jobs; V100 twice as slow as A100 for every g; 8-GPU l job on A100 = 1 h / 2 h
+    rows = [(j, typ, g, base * (2.0 if typ == "v100" else 1.0) * 8 / g, 1.0, "emulated")
+            for j, base in (("j0", 3600.0), ("j1", 7200.0)) for typ in ("a100", "v100")
+            for g in (2, 4, 8, 16)]
+    table = pd.DataFrame(rows, columns=["job_id", "node_type", "n_gpus", "exec_time_s",
+                                        "cost_per_h", "source"])
+    dur = TjngDurations(table)
+    dur.calibrate(A100)        # median l-size time on the fastest type (1.5 h) -> 336 h
+    assert dur.scale == pytest.approx(336 / 1.5)
+    rng = np.random.default_rng(0)
+    a = [dur(rng, A100, L) for _ in range(20)]
+    v = [dur(rng, V100, L) for _ in range(20)]
+    assert {round(d) for d, _ in a} == {224, 336}             # capped at the l limit (336 h)
+    assert all(d == 336 for d, _ in v)                          # slower: capped
+    assert dur(rng, A100, S)[0] <= 72                           # s limit
+    g = GavelEpisodes(A100)
+    ep = g(np.random.default_rng(3))
+    assert len(ep.jobs) == 5 and ep.jobs[0].arrival_h == 0.0 and ep.jobs[-1].flavor == F
+    assert all(j.flavor in (S, M, L) for j in ep.jobs[:-1]) and "measured" in ep.source
+    assert all(x >= 0 for x in np.diff([j.arrival_h for j in ep.jobs]))
