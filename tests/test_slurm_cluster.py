@@ -145,3 +145,29 @@ def test_allocate_submit_collect_cli(cluster, tmp_path, capsys):
     assert "GPU capacity per the records: never exceeded" in text
     act = pd.read_csv(Path(out) / "slurm_actual.csv")
     assert list(act["device"]) == list(plan.sort_values(["start_s", "finish_s"])["device"])
+
+
+@pytest.mark.slow
+def test_mdrl_export_submit(tmp_path, capsys):
+    """seed 003's Fig. 3 plan on the bundled GIST AI-X cluster, multi-server f-flavor jobs
+    included (--nodes=2, gpu:a100:8 on each), run as a dry workload and read back."""
+    from gpuscope.cli import main
+
+    state = str(tmp_path / "gist")
+    daemons.up("gist-aix", state)
+    try:
+        out = str(tmp_path / "out")
+        assert main(["mdrl", "export", "--cluster", "gist-aix", "--partitions", "A100,V100",
+                     "--submit", "slurm", "--dry-workload", "--time-scale", "0.000003",
+                     "--slurm-state-dir", state, "-o", out]) == 0
+        assert "submitted 10 job(s)" in capsys.readouterr().out
+        sub, res = collect(out, timeout_s=60, progress=False)
+    finally:
+        daemons.down(state)
+    assert res.complete and res.comparison.placement_agree == 10
+    assert res.violations == []
+    multi = res.actual[res.actual["node"].str.contains(";")]
+    assert sorted(multi["node"]) == ["dgx-a100-1;dgx-a100-2", "dgx1v-1;dgx1v-2"]
+    assert (multi["gpus"] == 16).all()
+    script = (Path(out) / "slurm" / "scripts" / "a100-j4.sbatch").read_text()
+    assert "#SBATCH --nodes=2" in script and "#SBATCH --gres=gpu:a100:8" in script

@@ -211,6 +211,7 @@ def _export(args: argparse.Namespace) -> int:
 
     cl, parts = _partitions(args)
     plans = []
+    times: dict[str, tuple[float, float]] = {}  # job_id -> (arrival_h, duration_h), for --submit
     for part in parts:
         env = make_env(args, part)
         ep = fig3_episode(part) if args.episode == "fig3" else \
@@ -228,6 +229,8 @@ def _export(args: argparse.Namespace) -> int:
                 raise InputError(f"unknown --policy {args.policy!r}")
             res = run_episode(env, pol, ep)
         plans.append(make_plan(part, ep, res, args.policy))
+        times.update({f"{part.name.lower()}-j{j.job_id}": (j.arrival_h, j.duration_h)
+                      for j in ep.jobs})
     import pandas as pd
 
     plan = pd.concat(plans).sort_values(["start_h", "job_id"]).reset_index(drop=True)
@@ -237,7 +240,26 @@ def _export(args: argparse.Namespace) -> int:
     print(plan[["start_order", "job_id", "partition", "servers", "flavor", "gpus", "cpus",
                 "mem_gb", "time_limit_s", "start_h"]].to_string(index=False))
     print(f"wrote {len(files)} files under {args.out}")
+    if args.submit == "slurm":
+        _submit(args, plan, times)
     return 0
+
+
+def _submit(args: argparse.Namespace, plan: Any, times: dict[str, tuple[float, float]]) -> None:
+    """Run the plan on Slurm (gpuscope.slurm, imported lazily): its servers as --nodelist."""
+    from gpuscope.slurm.cli import submitted_line, time_scale
+    from gpuscope.slurm.submit import submit
+
+    h = 3600.0
+    arrival = plan["job_id"].map(lambda j: times[j][0] * h)
+    duration = plan["job_id"].map(lambda j: times[j][1] * h)
+    sp = plan.assign(node=plan["servers"], arrival_s=arrival, start_s=plan["start_h"] * h,
+                     duration_s=duration, finish_s=plan["start_h"] * h + duration)
+    sub, meta = submit(sp, args.out, cluster=args.cluster, state_dir=args.slurm_state_dir,
+                       dry_workload=args.dry_workload, time_scale=time_scale(args.time_scale),
+                       command=None if args.dry_workload else args.command,
+                       plan_name="mdrl_plan")
+    print(submitted_line(sub, meta, args.out))
 
 
 def register(subparsers: Any) -> None:
@@ -300,4 +322,12 @@ def register(subparsers: Any) -> None:
     x.add_argument("--image", default=None, help="container image (Singularity .sif for slurm)")
     x.add_argument("--command", default="python train.py", help="the job's command")
     x.add_argument("-o", "--out", required=True, help="output folder")
+    x.add_argument("--submit", choices=("slurm",), default=None,
+                   help="also run the plan on Slurm (see gpuscope slurm; --command is the job)")
+    x.add_argument("--dry-workload", action="store_true",
+                   help="--submit: each job sleeps its duration x --time-scale")
+    x.add_argument("--time-scale", default="auto",
+                   help="--submit --dry-workload: wall s per planned s (auto: makespan -> 60 s)")
+    x.add_argument("--slurm-state-dir", default=None,
+                   help="--submit: state folder of a `gpuscope slurm up` cluster")
     x.set_defaults(func=_export)

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from gpuscope.errors import InputError
-from gpuscope.slurm.submit import LOG_TAG, SUBMISSION
+from gpuscope.slurm.submit import LOG_TAG, SUBMISSION, node_list
 
 _KV = re.compile(r"(\w+)=(\S*)")
 #: Slurm states that are final.
@@ -162,7 +162,10 @@ def actual_table(meta: Mapping, sub: pd.DataFrame, out: Path,
         start = float(log["start"]) if "start" in log else _epoch(c.get("StartTime", ""))
         end = float(log["end"]) if "end" in log and state in DONE else (
             _epoch(c.get("EndTime", "")) if state in DONE else float("nan"))
-        node = log.get("node") or c.get("NodeList") or ""
+        hosts = expand_hostlist(log.get("nodes") or c.get("NodeList") or log.get("node", ""),
+                                env)
+        planned = node_list(r["node"])
+        node = ";".join(planned if set(hosts) == set(planned) else hosts)
         status = STATUS.get(state, "error" if state in DONE else state.lower())
         if state == "COMPLETED" and log.get("rc", "0") != "0":
             status = "oom" if log["rc"] == "3" else "error"
@@ -176,6 +179,18 @@ def actual_table(meta: Mapping, sub: pd.DataFrame, out: Path,
                      "slurm_job_id": sid, "slurm_state": state, "start_epoch": start,
                      "end_epoch": end})
     return pd.DataFrame(rows)
+
+
+def expand_hostlist(hostlist: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """Node names of a Slurm hostlist (``a100-[1-2],v100-1``): ``scontrol show hostnames``
+    when it is compressed, else split at commas."""
+    if not hostlist or hostlist in ("(null)", "None"):
+        return []
+    if "[" not in hostlist:
+        return [h for h in hostlist.split(",") if h]
+    r = subprocess.run(["scontrol", "show", "hostnames", hostlist], env=dict(env) if env else None,
+                       capture_output=True, text=True, timeout=30)
+    return r.stdout.split() if r.returncode == 0 else [hostlist]
 
 
 def _first(log: Mapping[str, str]) -> float:
@@ -193,7 +208,8 @@ def compare(sub: pd.DataFrame, act: pd.DataFrame, scale: float) -> Comparison:
         avg_jct_actual_s=float(act["jct_s"][done].mean()) if done.any() else float("nan"),
         makespan_plan_s=float(sub["finish_s"].max()),
         makespan_actual_s=float(act["finish_s"][done].max()) if done.any() else float("nan"),
-        placement_agree=int((plan["node"].to_numpy() == act["node"].to_numpy())[done].sum()),
+        placement_agree=int(sum(d and set(node_list(p)) == set(node_list(a)) for d, p, a in
+                                zip(done, plan["node"], act["node"]))),
         time_scale=scale)
 
 
@@ -201,8 +217,16 @@ def gpu_overcommit(act: pd.DataFrame, node_gpus: Mapping[str, int]) -> list[str]
     """Violations per the records: a node holding more GPUs than it has at some instant, or a
     GPU index held by two jobs at once. Intervals are half-open [start, end)."""
     bad: list[str] = []
-    ran = act[act["start_epoch"].notna() & act["end_epoch"].notna()]
-    for node, g in ran.groupby("node"):
+    ran = act[act["start_epoch"].notna() & act["end_epoch"].notna()].to_dict("records")
+    per_node: dict[str, list[dict]] = {}
+    for r in ran:  # a job over k nodes holds gpus / k on each
+        nodes = node_list(r["node"])
+        for n in nodes:
+            per_node.setdefault(n, []).append(
+                {**r, "gpus": int(r["gpus"]) // len(nodes),
+                 "gpu_ids": r["gpu_ids"] if len(nodes) == 1 else ""})
+    for node, recs in per_node.items():
+        g = pd.DataFrame(recs)
         ev = sorted([(s, +int(n)) for s, n in zip(g["start_epoch"], g["gpus"])]
                     + [(e, -int(n)) for e, n in zip(g["end_epoch"], g["gpus"])],
                     key=lambda x: (x[0], x[1]))
@@ -214,7 +238,7 @@ def gpu_overcommit(act: pd.DataFrame, node_gpus: Mapping[str, int]) -> list[str]
             bad.append(f"{node}: {peak} GPUs in use at once, has {node_gpus.get(str(node), 0)}")
         held: dict[str, list[tuple[float, float, str]]] = {}
         for r in g.to_dict("records"):
-            for i in str(r["gpu_ids"] or "").split(","):
+            for i in (r["gpu_ids"] if isinstance(r["gpu_ids"], str) else "").split(","):
                 if i.strip():
                     held.setdefault(i.strip(), []).append(
                         (r["start_epoch"], r["end_epoch"], r["job_id"]))
@@ -263,7 +287,7 @@ def format_table(sub: pd.DataFrame, act: pd.DataFrame) -> str:
              "| JCT plan / actual | state |", "|---|---|---|---|---|---|---|"]
     for r in act.to_dict("records"):
         p = plan.loc[r["job_id"]]
-        mark = "" if p["node"] == r["node"] else " ✗"
+        mark = "" if set(node_list(p["node"])) == set(node_list(r["node"])) else " ✗"
         lines.append(
             f"| {r['job_id']} | {r['slurm_job_id']} | {p['node']} → {r['node'] or '?'}{mark} "
             f"| {p['start_s']:,.1f} / {r['start_s']:,.1f} | {p['finish_s']:,.1f} / "

@@ -89,7 +89,12 @@ def place(plan: pd.DataFrame, cfg: ClusterConfig) -> pd.DataFrame:
         nodes = [n if isinstance(n, str) and n else instance_node(cfg, str(d), int(g)).name
                  for n, d, g in zip(df.get("node", [None] * len(df)), df["device"], df["gpu"])]
         df["node"] = nodes
-    srv = [server(cfg, n) for n in df["node"]]
+    srvs = [[server(cfg, n) for n in node_list(x)] for x in df["node"]]
+    srv = [ss[0] for ss in srvs]
+    for j, ss in zip(df["job_id"], srvs):
+        if len({(x.gpu_type, x.partition) for x in ss}) > 1:
+            raise InputError(f"job {j}: its nodes {';'.join(x.name for x in ss)} differ in GPU "
+                             "type or partition")
     df["gpu_type"] = [s.gpu_type for s in srv]
     if "device" in df.columns:
         bad = [(j, d, s.name) for j, d, s in zip(df["job_id"], df["device"], srv)
@@ -100,9 +105,11 @@ def place(plan: pd.DataFrame, cfg: ClusterConfig) -> pd.DataFrame:
     if "partition" not in df.columns or df["partition"].isna().any():
         df["partition"] = [s.partition for s in srv]
     df["gpus"] = df["gpus"].fillna(1).astype(int) if "gpus" in df.columns else 1
-    for j, g, s in zip(df["job_id"], df["gpus"], srv):
-        if not 1 <= g <= s.gpus:
-            raise InputError(f"job {j} asks for {g} GPU(s); node {s.name} has {s.gpus}")
+    for j, g, ss in zip(df["job_id"], df["gpus"], srvs):
+        # a job over several nodes takes the same number of GPUs on each (one --gres per node)
+        if g % len(ss) or not 1 <= g // len(ss) <= min(x.gpus for x in ss):
+            raise InputError(f"job {j} asks for {g} GPU(s) on {len(ss)} node(s) "
+                             f"({', '.join(f'{x.name}: {x.gpus}' for x in ss)})")
     df["arrival_s"] = df["arrival_s"].astype(float) if "arrival_s" in df.columns else 0.0
     if "duration_s" not in df.columns:
         if not {"start_s", "finish_s"} <= set(df.columns):
@@ -116,19 +123,24 @@ def place(plan: pd.DataFrame, cfg: ClusterConfig) -> pd.DataFrame:
     return df.sort_values(["start_s", "finish_s"], kind="stable").reset_index(drop=True)
 
 
+def node_list(node: str) -> list[str]:
+    """The nodes of a plan's ``node`` cell: one name, or several joined by ``;``."""
+    return [n.strip() for n in str(node).split(";") if n.strip()]
+
+
 def dependencies(df: pd.DataFrame) -> list[list[int]]:
-    """For each row: rows on the same node that the plan finishes before it starts, minus
+    """For each row: rows sharing a node with it that the plan finishes before it starts, minus
     those implied by another (K is implied when some other predecessor K' starts after K
     finishes, since K' waits for K). Rows are in planned start order."""
     eps = 1e-6
     out: list[list[int]] = []
     start = df["start_s"].to_numpy(float)
     finish = df["finish_s"].to_numpy(float)
-    nodes = df["node"].to_numpy()
+    nodes = [set(node_list(n)) for n in df["node"]]
     for j in range(len(df)):
-        pred = [k for k in range(j) if nodes[k] == nodes[j] and finish[k] <= start[j] + eps]
+        pred = [k for k in range(j) if nodes[k] & nodes[j] and finish[k] <= start[j] + eps]
         keep = [k for k in pred if not any(start[q] >= finish[k] - eps and q != k
-                                           for q in pred)]
+                                           and nodes[q] & nodes[k] for q in pred)]
         out.append(keep)
     return out
 
@@ -142,22 +154,36 @@ def auto_scale(df: pd.DataFrame) -> float:
 
 
 def script_text(row: Mapping[str, Any], command: str, log: Path) -> str:
-    """The batch script: Slurm options, a start record, the command, an end record."""
+    """The batch script: Slurm options, a start record, the command, an end record. ``--gres``
+    is per node; plan ``cpus`` / ``mem_gb`` (whole job, if given) are split over the nodes."""
+    nodes = node_list(row["node"])
+    n = len(nodes)
+    opts = [f"--job-name=gs-{row['job_id']}", f"--partition={row['partition']}",
+            f"--nodelist={','.join(nodes)}", f"--nodes={n}", "--ntasks-per-node=1",
+            f"--gres=gpu:{row['gpu_type']}:{int(row['gpus']) // n}", f"--output={log}"]
+    if _given(row.get("cpus")):
+        opts.append(f"--cpus-per-task={max(1, int(row['cpus']) // n)}")
+    if _given(row.get("mem_gb")):
+        opts.append(f"--mem={max(1, int(float(row['mem_gb']) * 1024 / n))}M")
     return "\n".join([
         "#!/bin/bash",
-        f"#SBATCH --job-name=gs-{row['job_id']}",
-        f"#SBATCH --partition={row['partition']}",
-        f"#SBATCH --nodelist={row['node']}",
-        f"#SBATCH --gres=gpu:{row['gpu_type']}:{int(row['gpus'])}",
-        f"#SBATCH --output={log}",
+        *[f"#SBATCH {o}" for o in opts],
         f'echo "{LOG_TAG} start=$(date +%s.%N) node=$SLURMD_NODENAME '
-        f'gpus=${{SLURM_JOB_GPUS:-}} slurm_job_id=$SLURM_JOB_ID job_id={row["job_id"]}"',
+        f'nodes=$SLURM_JOB_NODELIST gpus=${{SLURM_JOB_GPUS:-}} slurm_job_id=$SLURM_JOB_ID '
+        f'job_id={row["job_id"]}"',
         command,
         "rc=$?",
         f'echo "{LOG_TAG} end=$(date +%s.%N) rc=$rc"',
         "exit $rc",
         "",
     ])
+
+
+def _given(v: Any) -> bool:
+    try:
+        return v is not None and math.isfinite(float(v)) and float(v) > 0
+    except (TypeError, ValueError):
+        return False
 
 
 def _command(row: Mapping[str, Any], wl: Workload, scale: float, job_dir: Path) -> str:
