@@ -213,9 +213,15 @@ TABLE_OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 TABLE_EPOCHS: tuple[int, ...] = (10, 20)
 
 #: model -> datasets it is defined for.
+#: Today's transformer jobs (issue 12): BERT MLM, GPT-2 causal LM, ViT, T5, a Llama decoder.
+TRANSFORMERS: tuple[str, ...] = ("bert_base", "bert_large", "gpt2", "gpt2_medium", "gpt2_large",
+                                 "vit_b16", "vit_l16", "t5_small", "llama")
 MODEL_DATASETS: dict[str, tuple[str, ...]] = {
     **{m: ("imagenet", "cifar10") for m in TABLE3_CNNS + TABLE4_CNNS},
     **{m: ("mnist",) for m in TABLE3_GENERATIVE + TABLE4_GENERATIVE},
+    **{m: ("wikitext103",) for m in ("bert_base", "bert_large", "gpt2", "gpt2_medium",
+                                     "gpt2_large", "llama")},
+    "vit_b16": ("imagenet",), "vit_l16": ("imagenet",), "t5_small": ("wmt16_en_de",),
 }
 MODELS: tuple[str, ...] = tuple(MODEL_DATASETS)
 
@@ -226,12 +232,46 @@ MODEL_FAMILY: dict[str, str] = {
     "densenet100_k12": "densenet", "resnet20": "resnet", "resnet32": "resnet",
     "resnet50": "resnet", "resnet101": "resnet", "dcgan": "gan", "conditional_gan": "gan",
     "gan": "gan", "cvae": "vae", "trivial": "trivial", "alexnet": "alexnet",
+    "bert_base": "bert", "bert_large": "bert", "gpt2": "gpt2", "gpt2_medium": "gpt2",
+    "gpt2_large": "gpt2", "vit_b16": "vit", "vit_l16": "vit", "t5_small": "t5", "llama": "llama",
 }
+#: Sizes of the configurable ``llama`` model (``llama:dim=4096,layers=32,...``); defaults are
+#: TinyLlama-1.1B's (Zhang et al. 2024): the keys of ``LlamaConfig``.
+LLAMA_PARAMS: dict[str, int] = {"dim": 2048, "layers": 22, "heads": 32, "kv_heads": 4,
+                                "ffn": 5632, "vocab": 32000, "max_len": 2048}
+
+
+def model_params(model: str) -> tuple[str, dict[str, int]]:
+    """``llama:dim=4096,layers=32`` -> ``("llama", {... all LLAMA_PARAMS ...})``; other names
+    -> ``(name, {})``. Unknown keys or non-positive values raise ``InputError``."""
+    base, sep, rest = model.partition(":")
+    if not sep:
+        return model, {}
+    if base != "llama":
+        raise InputError(f"model {base!r} takes no parameters (only llama:key=value,...)")
+    vals = dict(LLAMA_PARAMS)
+    for item in filter(None, (x.strip() for x in rest.split(","))):
+        k, eq, v = item.partition("=")
+        if not eq or k.strip() not in vals:
+            raise InputError(f"llama: bad parameter {item!r}; takes "
+                             f"{', '.join(k + '=N' for k in LLAMA_PARAMS)}")
+        try:
+            n = int(v)
+        except ValueError:
+            raise InputError(f"llama: {k.strip()} must be an integer, got {v!r}") from None
+        if n <= 0:
+            raise InputError(f"llama: {k.strip()} must be > 0, got {n}")
+        vals[k.strip()] = n
+    return base, vals
 
 
 #: Catalog models that take any dataset of a kind (e.g. a token LM on ``tokens:seq=1024``),
 #: besides the named datasets of ``MODEL_DATASETS``.
-MODEL_ANY_KIND: dict[str, tuple[str, ...]] = {}
+MODEL_ANY_KIND: dict[str, tuple[str, ...]] = {
+    **{m: ("tokens",) for m in ("bert_base", "bert_large", "gpt2", "gpt2_medium", "gpt2_large",
+                                "t5_small", "llama")},
+    "vit_b16": ("image",), "vit_l16": ("image",),
+}
 
 
 def source_model_name(module: str | None = None, hf: str | None = None) -> str:
@@ -349,16 +389,21 @@ class JobSpec:
                 f"module {self.module!r}: expected path/to/file.py:factory or package.module:factory"
             )
         if not sources:
-            if self.model not in MODEL_DATASETS:
+            base, mparams = model_params(self.model)
+            if mparams:  # canonical: only the keys that differ from the defaults, fixed order
+                changed = [f"{k}={v}" for k, v in mparams.items() if v != LLAMA_PARAMS[k]]
+                object.__setattr__(self, "model", f"{base}:{','.join(changed)}" if changed else base)
+            if base not in MODEL_DATASETS:
                 raise InputError(
                     f"unknown model {self.model!r}; expected one of {', '.join(MODELS)} "
                     "(or give a graph file, a module or an hf architecture)"
                 )
-            if (self.dataset not in MODEL_DATASETS[self.model]
-                    and spec.kind not in MODEL_ANY_KIND.get(self.model, ())):
+            if (self.dataset not in MODEL_DATASETS[base]
+                    and spec.kind not in MODEL_ANY_KIND.get(base, ())):
+                kinds = "".join(f" or any {k} dataset" for k in MODEL_ANY_KIND.get(base, ()))
                 raise InputError(
                     f"model {self.model!r} is defined for "
-                    f"{'/'.join(MODEL_DATASETS[self.model])}, not {self.dataset!r}"
+                    f"{'/'.join(MODEL_DATASETS[base])}{kinds}, not {self.dataset!r}"
                 )
         elif not self.model:
             raise InputError("model name must not be empty")
@@ -418,7 +463,7 @@ class JobSpec:
         elif self.module or self.hf:
             base = f"{self.model}.{source_digest(self.module, self.hf)[:8]}"
         else:
-            base = self.model
+            base = _slug(self.model)
         key = f"{base}-{_slug(self.dataset)}-{self.optimizer}-b{self.batch_size}"
         if self.precision != "fp32":
             key += f"-{self.precision}"

@@ -9,17 +9,20 @@ from functools import partial
 from torch import nn
 
 from gpuscope.errors import InputError
-from gpuscope.jobs import DATASETS, MODEL_DATASETS
+from gpuscope.jobs import MODEL_ANY_KIND, MODEL_DATASETS, DatasetSpec, model_params, parse_dataset
 from gpuscope.workloads import models_basic as mb
+from gpuscope.workloads import models_llm as ml
 from gpuscope.workloads import models_resnet as mr
+from gpuscope.workloads import models_transformer as mt
 from gpuscope.workloads.models_generative import generative
 from gpuscope.workloads.models_inception import googlenet, inception3
 from gpuscope.workloads.models_inception4 import inception4
 
-#: How a model is trained: a classifier (cross-entropy), a GAN (conditional or not), a VAE.
-KINDS: tuple[str, ...] = ("classifier", "gan", "conditional_gan", "vae")
+#: How a model is trained: a classifier (cross-entropy), a GAN (conditional or not), a VAE, a
+#: language model (per-token cross-entropy) or a seq2seq model (source + target tokens).
+KINDS: tuple[str, ...] = ("classifier", "gan", "conditional_gan", "vae", "lm", "seq2seq")
 
-Builder = Callable[[int, int, int], nn.Module]  # (channels, size, num_classes) -> module
+Builder = Callable[..., nn.Module]  # (channels, size, classes) or (DatasetSpec, params) -> module
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,32 @@ class CatalogEntry:
     kind: str
     builder: Builder
     reference: str
+    #: True: ``builder(dataset_spec, params)`` (transformers: sequence length, image size,
+    #: vocabulary, configurable sizes) instead of ``builder(channels, size, classes)``.
+    takes_spec: bool = False
+
+
+def _bert(layers: int, dim: int, heads: int, ds: DatasetSpec, p: dict) -> nn.Module:
+    return mt.BertMLM(layers, dim, heads)
+
+
+def _gpt2(layers: int, dim: int, heads: int, ds: DatasetSpec, p: dict) -> nn.Module:
+    return mt.GPT2(layers, dim, heads)
+
+
+def _t5(ds: DatasetSpec, p: dict) -> nn.Module:
+    return ml.T5()
+
+
+def _llama(ds: DatasetSpec, p: dict) -> nn.Module:
+    return ml.Llama(ml.LlamaConfig(**p))
+
+
+def _vit(layers: int, dim: int, heads: int, ffn: int, ds: DatasetSpec, p: dict) -> nn.Module:
+    if ds.height != ds.width or ds.height % 16:
+        raise InputError(f"ViT/16 needs square images with a side divisible by 16, "
+                         f"got {ds.height}x{ds.width}")
+    return mt.ViT(layers, dim, heads, ffn, 16, ds.channels, ds.height, max(1, ds.num_classes))
 
 
 CATALOG: dict[str, CatalogEntry] = {
@@ -56,28 +85,53 @@ CATALOG: dict[str, CatalogEntry] = {
                      "Mirza & Osindero 2014"),
         CatalogEntry("gan", "gan", partial(generative, "gan"), "Goodfellow et al. 2014"),
         CatalogEntry("cvae", "vae", partial(generative, "cvae"), "Kingma & Welling 2014"),
+        CatalogEntry("bert_base", "lm", partial(_bert, 12, 768, 12),
+                     "Devlin et al. 2019, BERT-base MLM", True),
+        CatalogEntry("bert_large", "lm", partial(_bert, 24, 1024, 16),
+                     "Devlin et al. 2019, BERT-large MLM", True),
+        CatalogEntry("gpt2", "lm", partial(_gpt2, 12, 768, 12), "Radford et al. 2019, 124M", True),
+        CatalogEntry("gpt2_medium", "lm", partial(_gpt2, 24, 1024, 16),
+                     "Radford et al. 2019, 355M", True),
+        CatalogEntry("gpt2_large", "lm", partial(_gpt2, 36, 1280, 20),
+                     "Radford et al. 2019, 774M", True),
+        CatalogEntry("vit_b16", "classifier", partial(_vit, 12, 768, 12, 3072),
+                     "Dosovitskiy et al. 2021, ViT-B/16", True),
+        CatalogEntry("vit_l16", "classifier", partial(_vit, 24, 1024, 16, 4096),
+                     "Dosovitskiy et al. 2021, ViT-L/16", True),
+        CatalogEntry("t5_small", "seq2seq", _t5,
+                     "Raffel et al. 2020, T5-small", True),
+        CatalogEntry("llama", "lm", _llama,
+                     "Touvron et al. 2023; default TinyLlama-1.1B", True),
     )
 }
 
 
 def check_model_dataset(model: str, dataset: str) -> None:
     """Raise ``InputError`` unless ``model`` is a catalog model defined for ``dataset``."""
-    if model not in CATALOG:
+    base = model_params(model)[0]
+    if base not in CATALOG:
         raise InputError(f"unknown model {model!r}; expected one of {', '.join(CATALOG)}")
-    if dataset not in MODEL_DATASETS[model]:
+    spec = parse_dataset(dataset)[1]
+    if dataset not in MODEL_DATASETS[base] and spec.kind not in MODEL_ANY_KIND.get(base, ()):
         raise InputError(
-            f"model {model!r} is defined for {'/'.join(MODEL_DATASETS[model])}, not {dataset!r}"
+            f"model {model!r} is defined for {'/'.join(MODEL_DATASETS[base])}, not {dataset!r}"
         )
 
 
 def build_model(model: str, dataset: str) -> nn.Module:
     """Build catalog ``model`` for ``dataset``'s input shape and class count.
 
-    Classifiers return the network; generative models an ``nn.ModuleDict`` of their networks
-    (``generator``/``discriminator`` or ``encoder``/``decoder``). Parameters are created on the
-    current default device (use ``with torch.device("meta"):`` for a weightless model).
+    Classifiers and language models return the network; generative models an
+    ``nn.ModuleDict`` of their networks (``generator``/``discriminator`` or
+    ``encoder``/``decoder``). Parameters are created on the current default device (use
+    ``with torch.device("meta"):`` for a weightless model). ``llama:dim=...,layers=...``
+    configures the Llama decoder's size.
     """
     check_model_dataset(model, dataset)
-    ds = DATASETS[dataset]
+    base, params = model_params(model)
+    ds = parse_dataset(dataset)[1]
+    entry = CATALOG[base]
+    if entry.takes_spec:
+        return entry.builder(ds, params)
     assert ds.height == ds.width, "the catalog's datasets are square"
-    return CATALOG[model].builder(ds.channels, ds.height, ds.num_classes)
+    return entry.builder(ds.channels, ds.height, ds.num_classes)

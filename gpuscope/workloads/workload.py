@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gpuscope.errors import InputError
-from gpuscope.jobs import OPTIMIZERS, JobSpec
+from gpuscope.jobs import OPTIMIZERS, JobSpec, model_params
 from gpuscope.workloads.catalog import CATALOG, build_model
 from gpuscope.workloads.models_generative import NOISE_DIM
 
@@ -110,6 +110,8 @@ class Workload:
     modules: nn.ModuleDict
     optimizers: list[torch.optim.Optimizer] = field(default_factory=list)
     scaler: LossScaler | None = None
+    #: the model's vocabulary (token ids are drawn below min(dataset vocab, this)), if known
+    vocab: int | None = None
 
     # -- data ---------------------------------------------------------------------------------
     def sample_batch(
@@ -134,7 +136,8 @@ class Workload:
         device = torch.device(device)
         tokens = ds.integer_input
         label_shape = (b, ds.seq_len) if tokens else (b,)
-        n_cls = ds.vocab if tokens else max(1, ds.num_classes)
+        vocab = min(ds.vocab, self.vocab) if self.vocab else ds.vocab
+        n_cls = vocab if tokens else max(1, ds.num_classes)
         n_inputs = 2 if self.kind == "seq2seq" else 1
         if _shapes_only(device):
             xs = [torch.empty(shape, dtype=torch.long if tokens else torch.float32, device=device)
@@ -143,7 +146,7 @@ class Workload:
         else:
             g = torch.Generator().manual_seed(seed)
             if tokens:
-                xs = [torch.randint(0, ds.vocab, shape, generator=g) for _ in range(n_inputs)]
+                xs = [torch.randint(0, vocab, shape, generator=g) for _ in range(n_inputs)]
             elif self.kind == "vae":
                 xs = [torch.rand(shape, generator=g)]
             elif self.kind in ("gan", "conditional_gan"):
@@ -301,12 +304,29 @@ def build_workload(job: JobSpec, device: str | torch.device = "cpu", seed: int =
         with torch.device(device):
             net, kind = build_source_model(job)
     else:
-        kind = CATALOG[job.model].kind
+        kind = CATALOG[model_params(job.model)[0]].kind
         with torch.device(device):
             net = build_model(job.model, job.dataset)
     modules = net if isinstance(net, nn.ModuleDict) else nn.ModuleDict({"model": net})
     modules.train()
-    return make_workload(job, kind, modules)
+    wl = make_workload(job, kind, modules)
+    wl.vocab = _model_limit(net, "vocab_size")
+    max_len = _model_limit(net, "max_len")
+    ds = job.dataset_spec
+    if ds.integer_input and max_len is not None and ds.seq_len > max_len:
+        raise InputError(f"{job.model}: sequence length {ds.seq_len} exceeds the model's "
+                         f"{max_len} positions")
+    return wl
+
+
+def _model_limit(net: nn.Module, name: str) -> int | None:
+    """``vocab_size``/``max_len`` of a catalog transformer or a Hugging Face model's config."""
+    v = getattr(net, name, None)
+    cfg = getattr(getattr(net, "hf", None), "config", None)
+    if v is None and cfg is not None:
+        hf_name = {"vocab_size": "vocab_size", "max_len": "max_position_embeddings"}[name]
+        v = getattr(cfg, hf_name, None)
+    return int(v) if isinstance(v, int) else None
 
 
 def make_workload(job: JobSpec, kind: str, modules: nn.ModuleDict,
