@@ -163,7 +163,10 @@ def test_is_oom_classification() -> None:
 def test_cli_workloads_list(capsys: pytest.CaptureFixture) -> None:
     assert gpuscope_main(["workloads", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert len(rows) == 34  # 15 CNNs x 2 datasets + 4 generative models on MNIST
+    from gpuscope.jobs import MODEL_DATASETS
+
+    # 15 CNNs x 2 datasets + 4 generative models on MNIST + 9 transformers, + later additions
+    assert len(rows) == sum(map(len, MODEL_DATASETS.values())) >= 34 + 9
     by = {(r["model"], r["dataset"]): r["params"] for r in rows}
     assert by[("resnet50", "imagenet")] == 25_557_032 and by[("lenet", "cifar10")] == 62_006
     assert gpuscope_main(["workloads", "list"]) == 0
