@@ -22,6 +22,7 @@ from gpuscope.errors import InputError
 
 #: Stage CLI modules, in pipeline order. A module that does not exist yet is skipped.
 STAGE_CLIS: tuple[str, ...] = (
+    "gpuscope.jobs_cli",
     "gpuscope.graphs.cli",
     "gpuscope.workloads.cli",
     "gpuscope.profiling.cli",

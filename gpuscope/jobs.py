@@ -21,6 +21,15 @@ from typing import Any
 
 from gpuscope.errors import InputError
 
+
+class FieldError(InputError):
+    """An ``InputError`` about one job field (``field``), so queue readers can name it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 #: Dataset kinds: what one sample is (``DatasetSpec.sample_shape``).
 DATASET_KINDS: tuple[str, ...] = ("image", "tokens", "sequence", "tabular", "frames")
 
@@ -371,21 +380,24 @@ class JobSpec:
     hf: str | None = None
 
     def __post_init__(self) -> None:
-        name, spec = parse_dataset(self.dataset)
+        try:
+            name, spec = parse_dataset(self.dataset)
+        except InputError as e:
+            raise FieldError("dataset", str(e)) from None
         object.__setattr__(self, "dataset", name)  # canonical form: equal datasets, equal keys
         if self.optimizer not in OPTIMIZERS:
-            raise InputError(
+            raise FieldError("optimizer",
                 f"unknown optimizer {self.optimizer!r}; expected one of {', '.join(OPTIMIZERS)}"
             )
         if self.precision not in PRECISIONS:
-            raise InputError(
+            raise FieldError("precision",
                 f"unknown precision {self.precision!r}; expected one of {', '.join(PRECISIONS)}"
             )
         sources = [k for k in ("graph", "module", "hf") if getattr(self, k) is not None]
         if len(sources) > 1:
-            raise InputError(f"a job takes one model source, got {' and '.join(sources)}")
+            raise FieldError("model", f"a job takes one model source, got {' and '.join(sources)}")
         if self.module is not None and (":" not in self.module or not self.module.rpartition(":")[2]):
-            raise InputError(
+            raise FieldError("module",
                 f"module {self.module!r}: expected path/to/file.py:factory or package.module:factory"
             )
         if not sources:
@@ -394,34 +406,34 @@ class JobSpec:
                 changed = [f"{k}={v}" for k, v in mparams.items() if v != LLAMA_PARAMS[k]]
                 object.__setattr__(self, "model", f"{base}:{','.join(changed)}" if changed else base)
             if base not in MODEL_DATASETS:
-                raise InputError(
+                raise FieldError("model",
                     f"unknown model {self.model!r}; expected one of {', '.join(MODELS)} "
                     "(or give a graph file, a module or an hf architecture)"
                 )
             if (self.dataset not in MODEL_DATASETS[base]
                     and spec.kind not in MODEL_ANY_KIND.get(base, ())):
                 kinds = "".join(f" or any {k} dataset" for k in MODEL_ANY_KIND.get(base, ()))
-                raise InputError(
+                raise FieldError("dataset",
                     f"model {self.model!r} is defined for "
                     f"{'/'.join(MODEL_DATASETS[base])}{kinds}, not {self.dataset!r}"
                 )
         elif not self.model:
-            raise InputError("model name must not be empty")
+            raise FieldError("model", "model name must not be empty")
         for name in ("batch_size", "epochs", "grad_accum"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise InputError(f"{name} must be a positive integer, got {v!r}")
+                raise FieldError(name, f"{name} must be a positive integer, got {v!r}")
         spe = self.steps_per_epoch
         if spe is not None and (isinstance(spe, bool) or not isinstance(spe, int) or spe <= 0):
-            raise InputError(f"steps_per_epoch must be a positive integer, got {spe!r}")
+            raise FieldError("steps_per_epoch", f"steps_per_epoch must be a positive integer, got {spe!r}")
         if self.framework not in ("pytorch", "tensorflow"):
-            raise InputError(f"unknown framework {self.framework!r}; expected pytorch or tensorflow")
+            raise FieldError("framework", f"unknown framework {self.framework!r}; expected pytorch or tensorflow")
         if not math.isfinite(self.arrival_s) or self.arrival_s < 0:
-            raise InputError(f"arrival_s must be a finite number >= 0, got {self.arrival_s!r}")
+            raise FieldError("arrival_s", f"arrival_s must be a finite number >= 0, got {self.arrival_s!r}")
         if self.due_s is not None and not math.isfinite(self.due_s):
-            raise InputError(f"due_s must be finite, got {self.due_s!r}")
+            raise FieldError("due_s", f"due_s must be finite, got {self.due_s!r}")
         if not math.isfinite(self.weight) or self.weight < 0:
-            raise InputError(f"weight must be a finite number >= 0, got {self.weight!r}")
+            raise FieldError("weight", f"weight must be a finite number >= 0, got {self.weight!r}")
 
     # -- derived -----------------------------------------------------------------------------
     @property
@@ -490,14 +502,14 @@ class JobSpec:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
-            raise InputError(f"unknown job field(s): {', '.join(unknown)}")
+            raise FieldError(unknown[0], f"unknown job field(s): {', '.join(unknown)}")
         d = dict(d)
         src = {k: str(d[k]).strip() for k in ("module", "hf") if d.get(k) not in (None, "")}
         if src and d.get("model") in (None, ""):
             d["model"] = source_model_name(src.get("module"), src.get("hf"))
         missing = [k for k in ("model", "dataset", "optimizer", "batch_size", "epochs") if k not in d]
         if missing:
-            raise InputError(f"job is missing field(s): {', '.join(missing)}")
+            raise FieldError(missing[0], f"job is missing field(s): {', '.join(missing)}")
         kw: dict[str, Any] = {}
         for k, v in d.items():
             if isinstance(v, str):
@@ -535,9 +547,9 @@ def _to_int(name: str, v: Any) -> int | None:
     try:
         f = float(v)
     except (TypeError, ValueError):
-        raise InputError(f"{name} must be an integer, got {v!r}") from None
+        raise FieldError(name, f"{name} must be an integer, got {v!r}") from None
     if not f.is_integer():
-        raise InputError(f"{name} must be an integer, got {v!r}")
+        raise FieldError(name, f"{name} must be an integer, got {v!r}")
     return int(f)
 
 
@@ -547,7 +559,7 @@ def _to_float(name: str, v: Any) -> float | None:
     try:
         return float(v)
     except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, got {v!r}") from None
+        raise FieldError(name, f"{name} must be a number, got {v!r}") from None
 
 
 # -- queues ----------------------------------------------------------------------------------
@@ -594,12 +606,37 @@ def read_queue(path: str | Path) -> list[JobSpec]:
     jobs = []
     for i, r in enumerate(rows):
         try:
-            jobs.append(JobSpec.from_dict(r))
+            jobs.append(JobSpec.from_dict(_relative_to(r, path.parent)))
         except InputError as e:
-            raise InputError(f"job queue {path}, job {i}: {e}") from None
+            # name the row (1-based; for CSV also the line), its job_id and the field
+            where = f"row {i + 1}" + (f" (line {i + 2})" if suffix == ".csv" else "")
+            jid = str(r.get("job_id") or "").strip()
+            field = f", field {e.field!r}" if isinstance(e, FieldError) else ""
+            raise InputError(f"job queue {path}, {where}{f' job_id {jid}' if jid else ''}"
+                             f"{field}: {e}") from None
     if not jobs:
         raise InputError(f"job queue {path} holds no jobs")
     return _assign_ids(jobs)
+
+
+def _relative_to(row: dict[str, Any], base: Path) -> dict[str, Any]:
+    """A row whose relative ``module``/``graph``/``hf`` (config.json) paths that exist next to
+    the queue file point there; other spellings (relative to the working directory, package
+    modules, architectures) are kept."""
+    out = dict(row)
+    for key in ("module", "graph", "hf"):
+        v = out.get(key)
+        if not isinstance(v, str) or not v.strip():
+            continue
+        v = v.strip()
+        path, sep, rest = (v.rpartition(":") if key == "module" else (v, "", ""))
+        if key == "hf" and not path.endswith(".json"):
+            continue
+        if key == "module" and not (path.endswith(".py") or "/" in path):
+            continue
+        if not Path(path).is_absolute() and (base / path).is_file() and not Path(path).is_file():
+            out[key] = str(base / path) + sep + rest
+    return out
 
 
 def write_queue(jobs: Iterable[JobSpec], path: str | Path) -> Path:

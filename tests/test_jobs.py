@@ -76,7 +76,7 @@ def test_queue_errors_name_the_job(tmp_path) -> None:
     p = tmp_path / "q.json"
     p.write_text(json.dumps([{"model": "resnet50", "dataset": "imagenet", "optimizer": "sgd",
                               "batch_size": 8, "epochs": 0}]))
-    with pytest.raises(InputError, match="job 0: epochs must be a positive integer"):
+    with pytest.raises(InputError, match="row 1, field 'epochs': epochs must be a positive integer"):
         read_queue(p)
     p.write_text("{not json")
     with pytest.raises(InputError, match="not valid JSON"):

@@ -197,7 +197,7 @@ def test_source_fields_in_queue_files(tmp_path) -> None:
     a, b = read_queue(q)
     assert a.model == "my_model.build" and a.source == "module"
     assert b.model == "hf-gpt2" and b.hf == "gpt2:n_layer=2"
-    with pytest.raises(InputError, match="job 1"):
+    with pytest.raises(InputError, match=r"row 2 \(line 3\), field .batch_size."):
         q.write_text("module,dataset,optimizer,batch_size,epochs\nm.py:f,tokens,adam,4,1\n"
                      "m.py:f,tokens,adam,0,1\n")
         read_queue(q)

@@ -1,0 +1,63 @@
+"""``gpuscope jobs``: the queue format — ``schema`` (JSON Schema), ``template`` (an example
+queue), ``check`` (read a queue, print its jobs or the first error, naming row and field)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from gpuscope.errors import InputError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("jobs", help="job queue format: schema, template, check")
+    sub = p.add_subparsers(dest="jobs_command", metavar="ACTION", parser_class=type(p))
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    s = sub.add_parser("schema", help="print the JSON Schema of a job queue")
+    s.add_argument("-o", "--output", help="also write it to this file")
+    s.set_defaults(func=_schema)
+    t = sub.add_parser("template", help="write an example queue (.csv or .json)")
+    t.add_argument("-o", "--output", default="queue.csv", help="output file (default queue.csv)")
+    t.add_argument("--force", action="store_true", help="overwrite an existing file")
+    t.set_defaults(func=_template)
+    c = sub.add_parser("check", help="read a queue and list its jobs (or its first error)")
+    c.add_argument("queue")
+    c.set_defaults(func=_check)
+
+
+def _schema(a: argparse.Namespace) -> int:
+    from gpuscope.queue_schema import queue_json_schema
+
+    text = json.dumps(queue_json_schema(), indent=1)
+    print(text)
+    if a.output:
+        Path(a.output).write_text(text + "\n")
+    return 0
+
+
+def _template(a: argparse.Namespace) -> int:
+    from gpuscope.jobs import write_queue
+    from gpuscope.queue_schema import template_jobs
+
+    out = Path(a.output)
+    if out.exists() and not a.force:
+        raise InputError(f"{out} exists; pass --force to overwrite it")
+    tmp = out.with_name(out.stem + ".tmp" + out.suffix)
+    write_queue(template_jobs(), tmp)
+    tmp.replace(out)  # atomic
+    print(f"wrote {len(template_jobs())} example jobs -> {out} "
+          f"(fields: gpuscope jobs schema; check: gpuscope jobs check {out})")
+    return 0
+
+
+def _check(a: argparse.Namespace) -> int:
+    from gpuscope.jobs import read_queue
+
+    jobs = read_queue(a.queue)
+    for j in jobs:
+        print(f"{j.job_id}: {j.model} ({j.source}) {j.dataset} {j.optimizer} b{j.batch_size}"
+              f" x{j.grad_accum} {j.precision} {j.epochs} epoch(s), {j.total_steps:,} steps")
+    print(f"{len(jobs)} jobs OK")
+    return 0
