@@ -73,6 +73,7 @@ def test_export_k8s_kueue(tmp_path: Path) -> None:
     assert quota == {"cpu": 160, "memory": "1024Gi", "nvidia.com/gpu": 16}
 
 
+@pytest.mark.slow  # torch + matplotlib imports and a tiny training: ~5 s idle, ~15 s at load 12
 def test_train_eval_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
     import torch
