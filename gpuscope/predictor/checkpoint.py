@@ -118,6 +118,9 @@ def load_checkpoint(path: str | Path, targets: str | tuple[str, ...] | None = No
                               ) from None
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise CheckpointError(f"checkpoint {path} is not a gpuscope predictor checkpoint")
+    if obj.get("format_version") == 2:
+        raise CheckpointError(f"checkpoint {path} is a physics (format 2) checkpoint; load it "
+                              "with gpuscope.predictor.load_predictor")
     if obj.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(
             f"checkpoint {path} has format version {obj.get('format_version')!r} "

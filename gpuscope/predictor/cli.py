@@ -25,8 +25,16 @@ from gpuscope.errors import InputError
 
 def register(subparsers: Any) -> None:
     t = subparsers.add_parser("train", help="train a resource/exec-time predictor on a dataset")
-    t.add_argument("--dataset", required=True, help="dataset folder (datasets/<prov>/<device>)")
+    t.add_argument("--dataset", required=True, nargs="+",
+                   help="dataset folder(s) (datasets/<prov>/<device>) or corpus .parquet; "
+                        "several make a multi-device physics model")
     t.add_argument("-o", "--output", required=True, help="checkpoint file to write (.pt)")
+    t.add_argument("--arch", default="physics", choices=("physics", "gnn"),
+                   help="physics (default: corrections to the emulator's estimate, issue 13) "
+                        "or gnn (seed 001's Driple network; the options below)")
+    t.add_argument("--kinds", default="auto",
+                   help="physics: auto (per-target winner on held-out families), gbt, mlp "
+                        "or analytic")
     t.add_argument("--targets", default="full", help="full (13 targets, default) or driple (6)")
     t.add_argument("--split", default="random", help="random (60/20/20, default) or family")
     t.add_argument("--seed", type=int, default=0)
@@ -90,6 +98,31 @@ def _steps(v: str) -> int | None:
 
 
 def _train(a: argparse.Namespace) -> int:
+    if a.arch == "physics":
+        return _train_physics(a)
+    if len(a.dataset) != 1:
+        raise InputError("--arch gnn trains on one dataset folder")
+    a.dataset = a.dataset[0]
+    return _train_gnn(a)
+
+
+def _train_physics(a: argparse.Namespace) -> int:
+    from gpuscope.predictor.physpredict import fit_physics, save_physics
+    from gpuscope.predictor.v2data import load_physics
+
+    if a.kinds not in ("auto", "gbt", "mlp", "analytic"):
+        raise InputError(f"unknown --kinds {a.kinds!r}; expected auto, gbt, mlp or analytic")
+    data = load_physics(a.dataset, progress=not a.quiet)
+    ck = fit_physics(data, kinds=a.kinds, seed=a.seed)
+    save_physics(ck, a.output)
+    tr = ck["train"]
+    print(f"trained physics predictor on {', '.join(ck['devices'])} ({ck['provenance']}, "
+          f"{tr['rows']} rows, {len(tr['families'])} families) in {tr['seconds']:.1f} s; "
+          f"models: {', '.join(f'{k}={v}' for k, v in tr['chosen'].items())} -> {a.output}")
+    return 0
+
+
+def _train_gnn(a: argparse.Namespace) -> int:
     from gpuscope.predictor.checkpoint import load_checkpoint, save_checkpoint
     from gpuscope.predictor.data import load_dataset
     from gpuscope.predictor.train import TrainConfig, fit_predictor
@@ -117,6 +150,51 @@ def _train(a: argparse.Namespace) -> int:
 
 
 def _evaluate(a: argparse.Namespace) -> int:
+    from gpuscope.predictor.physpredict import FORMAT_VERSION, read_checkpoint_dict
+
+    if read_checkpoint_dict(a.model).get("format_version") == FORMAT_VERSION:
+        return _evaluate_physics(a)
+    return _evaluate_gnn(a)
+
+
+def _evaluate_physics(a: argparse.Namespace) -> int:
+    import numpy as np
+    import pandas as pd
+
+    from gpuscope.predictor.physpredict import PhysicsPredictor, read_checkpoint_dict
+    from gpuscope.predictor.v2data import load_physics
+    from gpuscope.predictor.v2eval import score_targets
+
+    ck = read_checkpoint_dict(a.model)
+    data = load_physics([a.dataset])
+    dev = str(data.labels["device"].iloc[0])
+    pred = PhysicsPredictor(ck, device=dev if ck["device"] == "multi" else None)
+    y_hat = pred.model.predict(data.frame, data.total_steps())
+    y = data.Y()
+    split = data.labels["split"].astype(str).to_numpy()
+    ref = y[split != "unseen"] if (split != "unseen").any() else y
+    rows = []
+    for name in sorted(set(split)):
+        m = split == name
+        rows.append({"model": f"physics ({ck['device']})", "split": name, "rows": int(m.sum()),
+                     **score_targets(y_hat[m], y[m], ref, data.targets)})
+    table = pd.DataFrame(rows)
+    fams = set(ck["train"].get("families", []))
+    seen = np.isin(data.groups(), list(fams)).mean() if fams else float("nan")
+    print(f"{dev}; physics checkpoint {Path(a.model).name} trained on "
+          f"{', '.join(ck['devices'])} ({ck['train']['rows']} rows); {100 * seen:.0f} % of these "
+          "rows belong to families it was trained on (for held-out figures use "
+          "`gpuscope predictor ablation`); nMSE in the plain min-max space of the non-unseen rows")
+    cols = ["model", "split", "rows", "nmse", "mape_exec_pct"] + \
+        [f"nmse_{t}" for t in data.targets]
+    pd.set_option("display.width", 250)
+    print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    if a.output:
+        table.to_csv(a.output, index=False)
+    return 0
+
+
+def _evaluate_gnn(a: argparse.Namespace) -> int:
     from gpuscope.predictor.checkpoint import load_checkpoint
     from gpuscope.predictor.data import load_dataset
     from gpuscope.predictor.evaluation import evaluate
@@ -147,7 +225,23 @@ def _predict(a: argparse.Namespace) -> int:
     df = pred.predict(jobs)
     dt = time.perf_counter() - t0
     out = Path(a.output)
+    if out.resolve() == Path(a.jobs).resolve():
+        raise InputError("-o would overwrite the job queue; choose another file")
     out.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out, index=False)
+    tmp = out.with_name(out.name + ".tmp")
+    df.to_csv(tmp, index=False)
+    tmp.replace(out)
     sys.stderr.write(f"predicted {len(df)} jobs on {pred.device} in {dt:.2f} s -> {out}\n")
+    if "in_domain" in df:
+        bad = df[~df["in_domain"].astype(bool)]
+        if len(bad):
+            first = bad.iloc[0]
+            sys.stderr.write(
+                f"warning: {len(bad)} of {len(df)} jobs lie outside the checkpoint's training "
+                f"domain (column in_domain; e.g. {first['job_id']}: {first['domain_reason']})"
+                "\n")
+        n_oom = int(df["oom"].sum())
+        if n_oom:
+            sys.stderr.write(f"{n_oom} of {len(df)} jobs do not fit {pred.device}'s memory "
+                             "(column oom)\n")
     return 0

@@ -60,6 +60,9 @@ class ModelConfig:
     set2set_steps: int = 3
     #: output indices squashed by a sigmoid (bounded peaks, beyond the seed; () = linear)
     bounded: tuple[int, ...] = ()
+    #: ``set2set`` (seed 001: shared GCN x L + GRU, Set2Set) or ``mean`` (ablation, issue 13:
+    #: no message passing, a per-node linear layer and a plain mean over the nodes)
+    readout: str = "set2set"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -84,7 +87,8 @@ class DriplePredictorNet(nn.Module):
         self.conv_shared = GCNConv(h, h, normalize=False)
         self.gru = nn.GRUCell(h, h)
         self.readout = Set2Set(h, processing_steps=config.set2set_steps)
-        mlp_in = 2 * h + config.context_dim + config.device_dim + config.graph_dim
+        r_dim = h if config.readout == "mean" else 2 * h
+        mlp_in = r_dim + config.context_dim + config.device_dim + config.graph_dim
         self.mlp1 = nn.Linear(mlp_in, h)
         self.mlp2 = nn.Linear(h, h)
         self.head = nn.Linear(h, config.n_targets)
@@ -112,6 +116,11 @@ class DriplePredictorNet(nn.Module):
 
     def embed(self, x: Tensor, edge_index: Tensor, batch: Tensor, num_graphs: int) -> Tensor:
         """Graph readouts r ∈ R^{num_graphs × 2H} of a batch of encoded graphs."""
+        if self.config.readout == "mean":  # ablation: no graph structure at all
+            h = torch.relu(self.conv_in.lin(x) + self.conv_in.bias)
+            s = torch.zeros(num_graphs, h.size(1), dtype=h.dtype).index_add_(0, batch, h)
+            n = torch.bincount(batch, minlength=num_graphs).clamp(min=1).unsqueeze(1)
+            return s / n
         adj = normalized_adjacency(edge_index, x.size(0), x.dtype)
         h = torch.relu(self.conv_in(x, adj))
         num_nodes = torch.bincount(batch, minlength=num_graphs)

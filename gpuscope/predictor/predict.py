@@ -18,6 +18,7 @@ import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,11 +26,12 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Batch, Data
 
-from gpuscope.errors import InputError
+from gpuscope.errors import CheckpointError, InputError
 from gpuscope.jobs import JobSpec
 from gpuscope.predictor.batching import graph_stats, scale_graph
 from gpuscope.predictor.checkpoint import PredictorBundle, load_checkpoint
 from gpuscope.predictor.threads import torch_threads
+from gpuscope.resources import TARGET_SETS
 
 
 class Predictor:
@@ -136,7 +138,11 @@ class Predictor:
             pred, logit = self.bundle.net.head_forward(ro, ctx, dev, gs)
         y = self.bundle.to_label_units(self.bundle.labels.inverse(pred.double().numpy()),
                                        np.array([j.total_steps for j in jobs], dtype=np.float64))
-        return np.clip(y, 0.0, None), torch.sigmoid(logit).double().numpy()
+        y = np.clip(y, 0.0, None)
+        seen = self.bundle.train.get("targets_seen")
+        if seen is not None:  # a target never observed in training is not predicted
+            y[:, [t not in seen for t in self.targets]] = np.nan
+        return y, torch.sigmoid(logit).double().numpy()
 
     def predict(self, jobs: Sequence[JobSpec]) -> pd.DataFrame:
         """One row per job: ``job_id, device, <targets>, oom_prob`` (module docstring)."""
@@ -155,7 +161,23 @@ class Predictor:
 
 def load_predictor(path: str | Path, graphs: dict[str, Data] | str | Path | None = None,
                    targets: str | tuple[str, ...] | None = None,
-                   cache_dir: str | Path | None = None, device: str | None = None) -> Predictor:
-    """Load a checkpoint as a :class:`Predictor` (``CheckpointError`` if unusable)."""
+                   cache_dir: str | Path | None = None, device: str | None = None) -> Any:
+    """Load a checkpoint as a :class:`Predictor` (GNN, format 1) or a
+    ``PhysicsPredictor`` (format 2), ``CheckpointError`` if unusable. ``graphs`` only
+    matters to the GNN (the physics model reads OpGraphs through ``GraphCache``)."""
+    from gpuscope.predictor.physpredict import (
+        FORMAT_VERSION,
+        PhysicsPredictor,
+        read_checkpoint_dict,
+    )
+
+    obj = read_checkpoint_dict(path)
+    if obj.get("format_version") == FORMAT_VERSION:
+        if targets is not None:
+            want = tuple(TARGET_SETS[targets]) if isinstance(targets, str) else tuple(targets)
+            if tuple(obj["targets"]) != want:
+                raise CheckpointError(f"checkpoint {path} predicts {len(obj['targets'])} "
+                                      f"targets, expected {len(want)}")
+        return PhysicsPredictor(obj, device=device, cache_dir=cache_dir)
     return Predictor(load_checkpoint(path, targets), graphs=graphs, cache_dir=cache_dir,
                      device=device)

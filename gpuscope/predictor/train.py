@@ -80,6 +80,7 @@ class TrainConfig:
     log_targets: tuple[str, ...] = ("exec_time_s",)
     graph_stats: bool = True
     bounded_peaks: bool = False
+    readout: str = "set2set"
     exec_per_step: bool = False
     fraction: float = 1.0
     finetune: str = "all"
@@ -196,7 +197,7 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
                        device_dim=0 if device_vectors is None else int(device_vectors.shape[1]),
                        graph_dim=0 if inp.gstats is None else int(inp.gstats.shape[1]),
                        hidden=cfg.hidden, step_ratio=cfg.step_ratio, steps=cfg.steps,
-                       max_steps=cfg.max_steps,
+                       max_steps=cfg.max_steps, readout=cfg.readout,
                        bounded=(init_from.config.bounded if init_from is not None else
                                 _bounded(targets) if cfg.bounded_peaks else ()))
     torch.manual_seed(cfg.seed)
@@ -264,5 +265,7 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
         train={"epochs_run": len(history), "best_val_mse": best, "seconds": seconds,
                "lr": cfg.lr, "batch_size": cfg.batch_size,
                "init_from": init_from.device if init_from is not None else "",
-               "finetune": cfg.finetune})
+               "finetune": cfg.finetune,
+               "targets_seen": [t for j, t in enumerate(targets)
+                                if np.isfinite(y_raw[train_rows, j]).any()]})
     return FitResult(bundle, parts, inp, history, best, seconds)

@@ -1,0 +1,170 @@
+"""Transfer learning emulated → measured on Gavel's throughputs (issue 13, deliverable 6).
+
+Gavel (Narayanan et al., OSDI 2020; MIT licence; ``datasets/external/gavel``) measured the
+steps per second of its job types running alone on one K80, P100 and V100. A job's measured
+seconds per step is the inverse; its execution time is total steps × that, so the MAPE of the
+step time *is* the execution-time MAPE of any Gavel job of that type.
+
+Rows: every (job type, batch size) whose model is in gpuscope's catalog (``GAVEL_MODELS``),
+on each Gavel GPU. Label: the per-step log-correction c = log(t_measured / t_analytic) of the
+emulator's estimate (``physics.STEP_FEATURES`` are the inputs).
+
+Protocol (``tl_curve``): leave one model out (all its batch sizes and GPUs are the test
+rows); from the other models' rows keep a seeded fraction f ∈ {10, 25, 50, 100 %}; fit
+
+* ``analytic``: c = 0 (the emulator alone);
+* ``scratch``: a fresh MLP on the kept measured rows only;
+* ``tl``: the MLP pretrained on emulated rows (``pretrain``), fine-tuned on the kept rows
+  with an L2 pull toward the pretrained weights;
+
+and score the held-out model's step-time MAPE; mean over held-out models and seeds.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpuscope.errors import InputError
+from gpuscope.external import gavel_dir
+from gpuscope.jobs import JobSpec
+from gpuscope.predictor.mlp import MaskedMLP
+from gpuscope.predictor.physics import STEP_FEATURES, FeatureBuilder
+
+GAVEL_DEVICES: tuple[str, ...] = ("k80", "p100", "v100")
+#: Gavel job type → (catalog model, dataset, optimizer, batch size when Gavel names none).
+#: Optimizers as in Gavel's workload scripts (ResNets/LM: SGD; Transformer, autoencoder,
+#: CycleGAN: Adam; A3C: its shared RMSprop, written ``rmsprop``).
+GAVEL_MODELS: dict[str, tuple[str, str, str, int]] = {
+    "ResNet-50": ("resnet50", "imagenet", "sgd", 0),
+    "ResNet-18": ("resnet18", "cifar10", "sgd", 0),
+    "Transformer": ("transformer_base", "multi30k", "adam", 0),
+    "LM": ("lstm_lm", "wikitext2", "sgd", 0),
+    "Recommendation": ("rec_autoencoder", "ml20m", "adam", 0),
+    "CycleGAN": ("cyclegan", "monet2photo", "adam", 1),
+    "A3C": ("a3c", "pong", "rmsprop", 4),
+}
+
+
+def parse_job_type(name: str) -> tuple[str, int]:
+    """``"ResNet-18 (batch size 32)"`` → ("ResNet-18", 32); no batch size → 0."""
+    if "(batch size" in name:
+        base, rest = name.split("(batch size", 1)
+        return base.strip(), int(rest.strip(" )"))
+    return name.strip(), 0
+
+
+def load_gavel(path: str | Path | None = None) -> pd.DataFrame:
+    """``job_type, family, device, batch_size, step_s`` (measured, one GPU, running alone)."""
+    p = Path(path) if path is not None else gavel_dir() / "simulation_throughputs.json"
+    try:
+        raw = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise InputError(f"cannot read Gavel throughputs {p}: {e}") from None
+    rows = []
+    for dev in GAVEL_DEVICES:
+        for key, val in raw.get(dev, {}).items():
+            jt, n = ast.literal_eval(key)
+            if int(n) != 1 or not val.get("null"):
+                continue
+            fam, bs = parse_job_type(jt)
+            rows.append({"job_type": jt, "family": fam, "device": dev, "batch_size": bs,
+                         "step_s": 1.0 / float(val["null"]), "provenance": "measured"})
+    return pd.DataFrame(rows)
+
+
+def gavel_job(family: str, batch_size: int) -> JobSpec | None:
+    """The catalog JobSpec of a Gavel job type, or None when gpuscope lacks the model."""
+    if family not in GAVEL_MODELS:
+        return None
+    model, dataset, opt, default_bs = GAVEL_MODELS[family]
+    try:
+        return JobSpec(model=model, dataset=dataset, optimizer=opt,
+                       batch_size=batch_size or default_bs or 1, epochs=1, steps_per_epoch=1)
+    except InputError:
+        return None
+
+
+@dataclass
+class GavelData:
+    """Measured Gavel rows gpuscope can represent, with their feature rows."""
+
+    rows: pd.DataFrame
+    frame: pd.DataFrame
+
+    @property
+    def correction(self) -> np.ndarray:
+        return np.log(self.rows["step_s"].to_numpy() / self.frame["an_iter_s"].to_numpy())
+
+
+def gavel_data(builder: FeatureBuilder | None = None, path: str | Path | None = None
+               ) -> GavelData:
+    builder = builder or FeatureBuilder()
+    df = load_gavel(path)
+    keep, jobs = [], []
+    for i, r in df.iterrows():
+        j = gavel_job(str(r["family"]), int(r["batch_size"]))
+        if j is not None:
+            keep.append(i)
+            jobs.append(j)
+    rows = df.loc[keep].reset_index(drop=True)
+    if rows.empty:
+        raise InputError("no Gavel job type maps to a catalog model")
+    frame = builder.frame(jobs, rows["device"].tolist())
+    return GavelData(rows, frame)
+
+
+def pretrain(frame: pd.DataFrame, correction: np.ndarray, seed: int = 0,
+             epochs: int = 400) -> dict[str, Any]:
+    """An MLP on emulated rows' per-step corrections (its state, for ``tl_curve``)."""
+    X = frame[list(STEP_FEATURES)].to_numpy(np.float64)
+    return MaskedMLP(epochs=epochs, random_state=seed).fit(X, correction[:, None]).get_state()
+
+
+def _mape(pred_c: np.ndarray, data: GavelData, rows: np.ndarray) -> float:
+    t = data.rows["step_s"].to_numpy()[rows]
+    p = data.frame["an_iter_s"].to_numpy()[rows] * np.exp(pred_c)
+    return float(100 * np.mean(np.abs(p - t) / t))
+
+
+def tl_curve(data: GavelData, source: dict[str, Any] | None,
+             fractions: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0),
+             seeds: tuple[int, ...] = (0, 1, 2), finetune_epochs: int = 200) -> pd.DataFrame:
+    """Long table ``held_out, fraction, seed, method, mape_pct, train_rows`` (see module)."""
+    X = data.frame[list(STEP_FEATURES)].to_numpy(np.float64)
+    c = data.correction
+    fam = data.rows["family"].to_numpy()
+    out = []
+    for held in sorted(set(fam)):
+        test = np.flatnonzero(fam == held)
+        pool = np.flatnonzero(fam != held)
+        out.append({"held_out": held, "fraction": 0.0, "seed": -1, "method": "analytic",
+                    "mape_pct": _mape(np.zeros(test.size), data, test), "train_rows": 0})
+        for f in fractions:
+            for s in seeds:
+                rng = np.random.default_rng(1000 * s + int(f * 100))
+                k = max(2, round(f * pool.size))
+                tr = np.sort(rng.choice(pool, size=min(k, pool.size), replace=False))
+                scratch = MaskedMLP(random_state=s).fit(X[tr], c[tr, None])
+                res = {"scratch": scratch.predict(X[test])[:, 0]}
+                if source is not None:
+                    tl = MaskedMLP(epochs=finetune_epochs, lr=1e-3, random_state=s)
+                    tl.fit(X[tr], c[tr, None], init=source)
+                    res["tl"] = tl.predict(X[test])[:, 0]
+                for name, pc in res.items():
+                    out.append({"held_out": held, "fraction": f, "seed": s, "method": name,
+                                "mape_pct": _mape(pc, data, test), "train_rows": int(tr.size)})
+    return pd.DataFrame(out)
+
+
+def summarise_curve(long: pd.DataFrame) -> pd.DataFrame:
+    """Mean MAPE over held-out models (and seeds) per (method, fraction)."""
+    g = long.groupby(["method", "fraction"])["mape_pct"]
+    return g.mean().rename("mape_pct").reset_index().merge(
+        long.groupby(["method", "fraction"])["held_out"].nunique().rename("models").reset_index())

@@ -1,0 +1,336 @@
+"""The physics-informed predictor (issue 13): per target, a correction learnt on top of the
+emulator's analytic estimate, by whichever model wins on held-out model families.
+
+Label spaces (``target_space``):
+
+* ``exec_time_s`` → ``step``: the per-step log-correction ĉ = log(t_step / t_step_analytic)
+  (``physics.step_correction``); execution time is composed back with the analytic overhead
+  and the job's total steps (``physics.compose_exec``), so it extrapolates in run length;
+* percentage peaks → ``pct`` (value / 100), ``gpu_mem_peak`` → ``cap`` (MB / device memory):
+  bounded shares, clipped to [0, 1] on output, so no peak exceeds its capacity;
+* burst and idle durations → ``log1p`` seconds.
+
+Candidate models per target: ``analytic`` (ĉ = 0: the emulator alone; execution time only),
+``gbt`` (``HistGradientBoostingRegressor`` on the features), ``mlp`` (``MaskedMLP``, one
+network per feature set). With ``kinds="auto"`` the winner per target is chosen on an inner
+leave-family-out validation split of the training rows (MSE of the label-space value) and
+refitted on all training rows. The per-step model never reads the run length
+(``physics.STEP_FEATURES``); run-length targets do.
+
+OOM: ``oom_prob`` from a boosted classifier when the training rows hold both outcomes; the
+final ``oom`` is that prediction OR the emulator's memory model saying the job does not fit.
+The training range of every input is kept (``domain_``) for the domain guard.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.base import BaseEstimator
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from threadpoolctl import threadpool_limits
+
+from gpuscope.predictor.mlp import MaskedMLP
+from gpuscope.predictor.physics import (
+    FEATURES,
+    STEP_FEATURES,
+    compose_exec,
+    step_correction,
+)
+from gpuscope.predictor.trees import pack_hgb, predict_packed
+from gpuscope.resources import TARGETS, UNITS
+
+KINDS: tuple[str, ...] = ("analytic", "gbt", "mlp")
+
+
+def target_space(t: str) -> str:
+    if t == "exec_time_s":
+        return "step"
+    if t.endswith("_peak"):
+        return "cap" if UNITS.get(t[:-5]) != "%" else "pct"
+    return "log1p"
+
+
+def encode_targets(frame: pd.DataFrame, Y: np.ndarray, targets: tuple[str, ...],
+                   total_steps: np.ndarray) -> np.ndarray:
+    Z = np.full(np.shape(Y), np.nan)
+    for j, t in enumerate(targets):
+        y = np.asarray(Y[:, j], np.float64)
+        sp = target_space(t)
+        if sp == "step":
+            ok = np.isfinite(y) & (y > 0)
+            Z[ok, j] = step_correction(frame[ok], np.asarray(total_steps)[ok], y[ok])
+        elif sp == "pct":
+            Z[:, j] = y / 100.0
+        elif sp == "cap":
+            Z[:, j] = y / frame["an_capacity_mb"].to_numpy(np.float64)
+        else:
+            Z[:, j] = np.log1p(np.clip(y, 0, None))
+    return Z
+
+
+def decode_targets(frame: pd.DataFrame, Z: np.ndarray, targets: tuple[str, ...],
+                   total_steps: np.ndarray) -> np.ndarray:
+    Y = np.full(np.shape(Z), np.nan)
+    for j, t in enumerate(targets):
+        z = Z[:, j]
+        sp = target_space(t)
+        if sp == "step":
+            Y[:, j] = compose_exec(frame, total_steps, np.clip(z, -5, 5))
+        elif sp == "pct":
+            Y[:, j] = 100.0 * np.clip(z, 0, 1)
+        elif sp == "cap":
+            Y[:, j] = np.clip(z, 0, 1) * frame["an_capacity_mb"].to_numpy(np.float64)
+        else:
+            Y[:, j] = np.expm1(np.clip(z, 0, 25))
+    return np.where(np.isnan(Z), np.nan, Y)
+
+
+class HybridModel(BaseEstimator):
+    """Per-target correction models on physics features (module docstring).
+
+    Args:
+        targets: target names (``gpuscope.resources.TARGETS`` by default).
+        kinds: ``"auto"`` or a model kind for every target, or a dict target → kind.
+        gbt_iter, gbt_lr, gbt_leaves, gbt_min_leaf: the boosted trees.
+        mlp_epochs, mlp_hidden: the MLP.
+        min_labels: targets observed on fewer training rows are not learnt (predicted NaN).
+        random_state: seed of the inner split and the models.
+    """
+
+    def __init__(self, targets: tuple[str, ...] = TARGETS, kinds: Any = "auto",
+                 gbt_iter: int = 200, gbt_lr: float = 0.05, gbt_leaves: int = 15,
+                 gbt_min_leaf: int = 5, mlp_epochs: int = 400, mlp_hidden: int = 64,
+                 min_labels: int = 10, random_state: int = 0) -> None:
+        self.targets = targets
+        self.kinds = kinds
+        self.gbt_iter = gbt_iter
+        self.gbt_lr = gbt_lr
+        self.gbt_leaves = gbt_leaves
+        self.gbt_min_leaf = gbt_min_leaf
+        self.mlp_epochs = mlp_epochs
+        self.mlp_hidden = mlp_hidden
+        self.min_labels = min_labels
+        self.random_state = random_state
+
+    # -- fitting ---------------------------------------------------------------------------
+    @staticmethod
+    def feature_set(t: str) -> tuple[str, ...]:
+        return STEP_FEATURES if t == "exec_time_s" else FEATURES
+
+    def _gbt(self, X: np.ndarray, z: np.ndarray) -> dict[str, Any]:
+        m = HistGradientBoostingRegressor(
+            max_iter=self.gbt_iter, learning_rate=self.gbt_lr, max_leaf_nodes=self.gbt_leaves,
+            min_samples_leaf=self.gbt_min_leaf, random_state=self.random_state)
+        with threadpool_limits(1):
+            return pack_hgb(m.fit(X, z))
+
+    def _mlp(self, X: np.ndarray, Z: np.ndarray) -> MaskedMLP:
+        return MaskedMLP(hidden=self.mlp_hidden, epochs=self.mlp_epochs,
+                         random_state=self.random_state).fit(X, Z)
+
+    def _fit_kind(self, kind: str, frame: pd.DataFrame, Z: np.ndarray, cols: list[int]
+                  ) -> dict[int, Any]:
+        """Fitted models of ``kind`` for target columns ``cols`` (index → model)."""
+        out: dict[int, Any] = {}
+        if kind == "analytic":
+            return {j: None for j in cols}
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for j in cols:
+            groups.setdefault(self.feature_set(self.targets[j]), []).append(j)
+        for fs, js in groups.items():
+            X = frame[list(fs)].to_numpy(np.float64)
+            if kind == "mlp":
+                m = self._mlp(X, Z[:, js])
+                for j in js:
+                    out[j] = ("mlp", fs, m, js.index(j))
+                continue
+            for j in js:
+                ok = np.isfinite(Z[:, j])
+                out[j] = ("gbt", fs, self._gbt(X[ok], Z[ok, j]), 0)
+        return out
+
+    def _predict_one(self, frame: pd.DataFrame, j: int, spec: Any,
+                     cache: dict[int, np.ndarray]) -> np.ndarray:
+        if spec is None:  # analytic: no correction
+            return np.zeros(len(frame))
+        kind, fs, m, col = spec
+        X = frame[list(fs)].to_numpy(np.float64)
+        if kind == "gbt":
+            return predict_packed(m, X)
+        if id(m) not in cache:
+            cache[id(m)] = m.predict(X)
+        return cache[id(m)][:, col]
+
+    def _kinds_for(self, seen: list[int]) -> dict[int, list[str]]:
+        if isinstance(self.kinds, dict):
+            return {j: [self.kinds.get(self.targets[j], "gbt")] for j in seen}
+        if self.kinds != "auto":
+            return {j: [str(self.kinds) if self.kinds != "analytic" or
+                        self.targets[j] == "exec_time_s" else "gbt"] for j in seen}
+        return {j: (["analytic", "gbt", "mlp"] if self.targets[j] == "exec_time_s"
+                    else ["gbt", "mlp"]) for j in seen}
+
+    def fit(self, frame: pd.DataFrame, Y: np.ndarray, total_steps: np.ndarray,
+            groups: np.ndarray | None = None, oom: np.ndarray | None = None) -> HybridModel:
+        """Fit on feature ``frame`` (``FeatureBuilder.frame``), labels ``Y`` [n × T] (NaN:
+        unobserved), run lengths, model families ``groups`` (inner split) and OOM outcomes."""
+        frame = frame.reset_index(drop=True)
+        Z = encode_targets(frame, np.asarray(Y, np.float64), tuple(self.targets), total_steps)
+        seen = [j for j in range(len(self.targets))
+                if np.isfinite(Z[:, j]).sum() >= self.min_labels]
+        cand = self._kinds_for(seen)
+        chosen: dict[int, str] = {j: c[0] for j, c in cand.items()}
+        self.val_mse_: dict[str, dict[str, float]] = {}
+        if any(len(c) > 1 for c in cand.values()):
+            tr, va = self._inner_split(len(frame), groups)
+            if va.size:
+                sub, Zt = frame.iloc[tr].reset_index(drop=True), Z[tr]
+                vf = frame.iloc[va].reset_index(drop=True)
+                for kind in KINDS:
+                    cols = [j for j in seen if kind in cand[j]]
+                    if not cols:
+                        continue
+                    cols = [j for j in cols if np.isfinite(Zt[:, j]).sum() >= 2] if \
+                        kind != "analytic" else cols
+                    models = self._fit_kind(kind, sub, Zt, cols)
+                    cache: dict[int, np.ndarray] = {}
+                    for j, spec in models.items():
+                        p = self._predict_one(vf, j, spec, cache)
+                        ok = np.isfinite(Z[va, j])
+                        mse = float(np.mean((p[ok] - Z[va, j][ok]) ** 2)) if ok.any() else np.inf
+                        self.val_mse_.setdefault(self.targets[j], {})[kind] = mse
+                chosen = {j: min(self.val_mse_.get(self.targets[j], {c[0]: 0.0}).items(),
+                                 key=lambda kv: kv[1])[0] for j, c in cand.items()}
+        self.models_: dict[int, Any] = {}
+        for kind in KINDS:
+            cols = [j for j in seen if chosen[j] == kind]
+            if cols:
+                self.models_.update(self._fit_kind(kind, frame, Z, cols))
+        self.chosen_ = {self.targets[j]: chosen[j] for j in seen}
+        feats = frame[list(FEATURES)].to_numpy(np.float64)
+        self.domain_ = {"min": np.nanmin(feats, 0), "max": np.nanmax(feats, 0)}
+        self.oom_model_ = None
+        if oom is not None and len(set(np.asarray(oom, int).tolist())) == 2:
+            c = HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1,
+                                               max_leaf_nodes=7, random_state=self.random_state)
+            with threadpool_limits(1):
+                self.oom_model_ = pack_hgb(c.fit(feats, np.asarray(oom, int)))
+        return self
+
+    def _inner_split(self, n: int, groups: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(self.random_state + 101)
+        if groups is not None and len(set(groups)) >= 4:
+            fams = sorted(set(groups))
+            order = [fams[i] for i in rng.permutation(len(fams))]
+            g = np.asarray(groups)
+            val: list[str] = []
+            for f in order:
+                if np.isin(g, val).sum() >= 0.25 * n:
+                    break
+                val.append(f)
+            m = np.isin(g, val)
+            return np.flatnonzero(~m), np.flatnonzero(m)
+        perm = rng.permutation(n)
+        k = n // 4
+        return np.sort(perm[k:]), np.sort(perm[:k])
+
+    # -- inference -------------------------------------------------------------------------
+    def predict_z(self, frame: pd.DataFrame) -> np.ndarray:
+        frame = frame.reset_index(drop=True)
+        Z = np.full((len(frame), len(self.targets)), np.nan)
+        cache: dict[int, np.ndarray] = {}
+        for j, spec in self.models_.items():
+            Z[:, j] = self._predict_one(frame, j, spec, cache)
+        return Z
+
+    def predict(self, frame: pd.DataFrame, total_steps: np.ndarray) -> np.ndarray:
+        """[n × T] predictions in label units (NaN for targets never learnt)."""
+        frame = frame.reset_index(drop=True)
+        return decode_targets(frame, self.predict_z(frame), tuple(self.targets), total_steps)
+
+    def step_time(self, frame: pd.DataFrame) -> np.ndarray:
+        """Predicted seconds per training step (analytic × exp(ĉ))."""
+        it = frame["an_iter_s"].to_numpy(np.float64)
+        if "exec_time_s" not in self.targets:
+            return it
+        j = list(self.targets).index("exec_time_s")
+        if j not in self.models_:
+            return it
+        return it * np.exp(np.clip(self._predict_one(frame.reset_index(drop=True), j,
+                                                     self.models_[j], {}), -5, 5))
+
+    def oom_proba(self, frame: pd.DataFrame) -> np.ndarray:
+        """P(out of memory): the classifier, raised to 1 where the emulator's memory model
+        says the job does not fit."""
+        fits = frame["an_fits"].to_numpy(np.float64) > 0.5
+        if self.oom_model_ is None:
+            p = np.where(fits, 0.0, 1.0)
+        else:
+            logit = predict_packed(self.oom_model_, frame[list(FEATURES)].to_numpy(np.float64))
+            p = 1.0 / (1.0 + np.exp(-logit))
+        return np.where(fits, p, 1.0)
+
+    def domain(self, frame: pd.DataFrame, tol: float = 0.05) -> tuple[np.ndarray, list[str]]:
+        """(in_domain per row, reason per row): an input outside its training range (widened
+        by ``tol`` × range) makes a row out of domain; the reason names up to three."""
+        X = frame[list(FEATURES)].to_numpy(np.float64)
+        lo, hi = np.asarray(self.domain_["min"]), np.asarray(self.domain_["max"])
+        pad = tol * (hi - lo) + 1e-9
+        bad = (X < lo - pad) | (X > hi + pad)
+        reasons = []
+        for i in range(len(X)):
+            idx = np.flatnonzero(bad[i])
+            reasons.append("; ".join(f"{FEATURES[k]}={X[i, k]:.3g} outside [{lo[k]:.3g}, "
+                                     f"{hi[k]:.3g}]" for k in idx[:3])
+                           + (f" (+{len(idx) - 3} more)" if len(idx) > 3 else ""))
+        return ~bad.any(axis=1), reasons
+
+    # -- storage (tensors, ints, strings only) -----------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        mlps: dict[int, Any] = {}
+        models: dict[str, Any] = {}
+        for j, spec in self.models_.items():
+            t = self.targets[j]
+            if spec is None:
+                models[t] = {"kind": "analytic"}
+                continue
+            kind, fs, m, col = spec
+            entry: dict[str, Any] = {"kind": kind, "features": list(fs), "col": int(col)}
+            if kind == "gbt":
+                entry["trees"] = m
+            else:
+                mlps.setdefault(id(m), m)
+                entry["mlp"] = str(list(mlps).index(id(m)))
+            models[t] = entry
+        return {"targets": list(self.targets), "models": models,
+                "mlps": {str(i): m.get_state() for i, m in enumerate(mlps.values())},
+                "domain_min": torch.as_tensor(self.domain_["min"]),
+                "domain_max": torch.as_tensor(self.domain_["max"]),
+                "features": list(FEATURES), "oom": self.oom_model_,
+                "chosen": dict(self.chosen_), "params": {
+                    k: v for k, v in self.get_params().items()
+                    if isinstance(v, (int, float, str)) and not isinstance(v, bool)}}
+
+    @classmethod
+    def from_state(cls, s: dict[str, Any]) -> HybridModel:
+        if list(s["features"]) != list(FEATURES):
+            raise ValueError("the checkpoint's feature list is not this gpuscope's")
+        m = cls(targets=tuple(s["targets"]))
+        mlps = {k: MaskedMLP().set_state(v) for k, v in s["mlps"].items()}
+        m.models_ = {}
+        for t, e in s["models"].items():
+            j = list(m.targets).index(t)
+            if e["kind"] == "analytic":
+                m.models_[j] = None
+            elif e["kind"] == "gbt":
+                m.models_[j] = ("gbt", tuple(e["features"]), e["trees"], 0)
+            else:
+                m.models_[j] = ("mlp", tuple(e["features"]), mlps[e["mlp"]], int(e["col"]))
+        m.domain_ = {"min": np.asarray(s["domain_min"]), "max": np.asarray(s["domain_max"])}
+        m.oom_model_ = s.get("oom")
+        m.chosen_ = dict(s.get("chosen", {}))
+        return m

@@ -1,0 +1,266 @@
+"""Physics-informed inputs: the emulator's analytic estimate plus graph totals (issue 13).
+
+The v2 predictor does not learn a job's cost from scratch: it reads what the analytic device
+model (``gpuscope.emulator.estimate``: a roofline per op, host dispatch and input pipeline,
+memory footprint) says for the (job, device), together with graph features that carry the
+work, and learns the *correction* to it.
+
+Feature groups (one row per (job, device); names in :data:`FEATURES`):
+
+* ``graph``: device-independent totals of the training-step OpGraph — log10 FLOPs, bytes,
+  parameter and activation bytes, op and kernel counts; the op-class histogram (share of
+  FLOPs and of ops per ``OP_CLASSES`` class); share of half-precision ops; log2 batch size;
+* ``analytic``: the emulator's estimate on the device — log10 step time, GPU-busy,
+  memory-busy, dispatch and input-pipeline time, utilisations, memory (MB and share of
+  capacity), fits, bottleneck one-hot, log10 start-up and per-epoch overhead;
+* ``device``: the spec vector of ``multidevice.device_vector`` (peaks, memory, bandwidth...);
+* ``context``: optimizer, precision and dataset-kind one-hots (fixed lists stored in the
+  checkpoint: a value never trained on is flagged by the domain guard);
+* ``runlen``: log10 epochs and log10 total steps — used only by targets that scale with the
+  run's length (burst/idle durations), never by the per-step time model, so a model trained
+  on 100-step campaigns composes full-epoch execution times (``compose_exec``).
+
+Execution time is composed as the emulator does (docs/emulator.md)::
+
+    exec = overhead + total_steps × t_step,   t_step = t_step_analytic × exp(ĉ)
+
+where ``overhead = exec_analytic − total_steps × t_step_analytic`` (start-up, per-epoch
+evaluation and checkpoint, stalls) and ĉ is the learned log-correction of the per-step time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpuscope.jobs import JobSpec
+
+#: Op classes of the histogram (``gpuscope.graphs.opgraph.OP_CLASSES``, frozen here so a
+#: checkpoint's feature order never moves when the graph stage adds a class).
+HIST_CLASSES: tuple[str, ...] = (
+    "conv", "matmul", "norm", "pool", "activation", "elementwise", "reduction", "loss",
+    "optimizer", "data_movement", "constant", "random", "control", "other",
+)
+OPTIMIZER_NAMES: tuple[str, ...] = ("sgd", "momentum", "adam", "adamw", "rmsprop", "adagrad",
+                                    "none")
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+DATASET_KINDS: tuple[str, ...] = ("image", "tokens", "sequence", "tabular", "frames")
+BOTTLENECKS: tuple[str, ...] = ("gpu", "dispatch", "input")
+
+GRAPH_FEATURES: tuple[str, ...] = (
+    "g_log_flops", "g_log_bytes", "g_log_param_bytes", "g_log_act_bytes", "g_log_nodes",
+    "g_log_kernels", "g_half_share", "g_log2_batch",
+    *(f"g_flops_{c}" for c in HIST_CLASSES), *(f"g_ops_{c}" for c in HIST_CLASSES),
+)
+ANALYTIC_FEATURES: tuple[str, ...] = (
+    "a_log_iter", "a_log_gpu", "a_log_mem_busy", "a_log_dispatch", "a_log_pipeline",
+    "a_gpu_util", "a_gpu_mem_util", "a_cpu_util", "a_log_mem_mb", "a_mem_share", "a_fits",
+    *(f"a_bneck_{b}" for b in BOTTLENECKS), "a_log_startup", "a_log_epoch_ovh",
+)
+DEVICE_FEATURES: tuple[str, ...] = ("d_log_fp32", "d_log_best", "d_log_mem_gb", "d_log_bw",
+                                    "d_sms", "d_log_pcie", "d_host_core", "d_log2_cores")
+CONTEXT_FEATURES: tuple[str, ...] = (
+    *(f"c_opt_{o}" for o in OPTIMIZER_NAMES), *(f"c_prec_{p}" for p in PRECISIONS),
+    *(f"c_kind_{k}" for k in DATASET_KINDS),
+)
+RUNLEN_FEATURES: tuple[str, ...] = ("r_log_epochs", "r_log_total_steps")
+#: All features, in checkpoint order.
+FEATURES: tuple[str, ...] = (GRAPH_FEATURES + ANALYTIC_FEATURES + DEVICE_FEATURES
+                             + CONTEXT_FEATURES + RUNLEN_FEATURES)
+#: Features of the per-step models (no run length: see the module docstring).
+STEP_FEATURES: tuple[str, ...] = tuple(f for f in FEATURES if f not in RUNLEN_FEATURES)
+#: Analytic columns kept beside the features (not model inputs; used to compose outputs).
+ANALYTIC_COLUMNS: tuple[str, ...] = ("an_iter_s", "an_exec_s", "an_overhead_s", "an_mem_mb",
+                                     "an_capacity_mb", "an_fits", "an_gpu_util",
+                                     "an_gpu_mem_util", "an_cpu_util")
+
+
+def _log10(v: float, floor: float = 1e-9) -> float:
+    return math.log10(max(float(v), floor))
+
+
+def graph_summary(graph: Any) -> dict[str, float]:
+    """Device-independent totals of one OpGraph (``GRAPH_FEATURES`` minus the batch size).
+
+    Kernels are ops outside the ``constant``/``control``/``data_movement`` classes; FLOPs and
+    bytes are summed where the frontend knows them (bytes default to 2 × output bytes, as the
+    emulator assumes)."""
+    from gpuscope.emulator.memory import activation_bytes, param_bytes
+
+    flops = {c: 0.0 for c in HIST_CLASSES}
+    ops = {c: 0 for c in HIST_CLASSES}
+    tot_bytes, kernels, half = 0.0, 0, 0
+    for n in graph.nodes:
+        c = n.op_class if n.op_class in flops else "other"
+        ops[c] += 1
+        flops[c] += float(n.flops or 0.0)
+        if c not in ("constant", "control", "data_movement"):
+            kernels += 1
+            tot_bytes += float(n.bytes_accessed if n.bytes_accessed is not None
+                               else 2.0 * n.numel * n.dtype_bytes)
+            half += int(n.dtype_bytes <= 2)
+    total_flops = sum(flops.values())
+    n_nodes = max(1, len(graph.nodes))
+    out: dict[str, float] = {
+        "g_log_flops": _log10(total_flops, 1.0), "g_log_bytes": _log10(tot_bytes, 1.0),
+        "g_log_param_bytes": _log10(param_bytes(graph), 1.0),
+        "g_log_act_bytes": _log10(activation_bytes(graph), 1.0),
+        "g_log_nodes": _log10(n_nodes, 1.0), "g_log_kernels": _log10(kernels, 1.0),
+        "g_half_share": half / max(1, kernels),
+    }
+    for c in HIST_CLASSES:
+        out[f"g_flops_{c}"] = flops[c] / total_flops if total_flops > 0 else 0.0
+        out[f"g_ops_{c}"] = ops[c] / n_nodes
+    return out
+
+
+def device_features(device: Any) -> dict[str, float]:
+    best = max(device.fp32_tflops, device.tensor_tflops, device.tf32_tflops)
+    return {"d_log_fp32": _log10(device.fp32_tflops), "d_log_best": _log10(best),
+            "d_log_mem_gb": _log10(device.mem_gb), "d_log_bw": _log10(device.mem_bw_gbs),
+            "d_sms": device.sm_count / 100.0, "d_log_pcie": _log10(device.pcie_gbs),
+            "d_host_core": float(device.host_single_core),
+            "d_log2_cores": math.log2(max(device.host_pipeline_cores, 1e-3))}
+
+
+def analytic_features(est: Any, job: JobSpec) -> dict[str, float]:
+    """Features and composition columns of one emulator ``Estimate``."""
+    steps = float(job.total_steps)
+    ovh = max(0.0, float(est.exec_time_s) - steps * float(est.iter_s)) if est.status == "ok" \
+        else float(est.startup_s) + job.epochs * (float(est.eval_s) + float(est.ckpt_s))
+    cap = float(est.memory.capacity_mb)
+    out = {
+        "a_log_iter": _log10(est.iter_s), "a_log_gpu": _log10(est.t_gpu_s),
+        "a_log_mem_busy": _log10(est.t_mem_s), "a_log_dispatch": _log10(est.t_dispatch_s),
+        "a_log_pipeline": _log10(est.t_pipeline_s), "a_gpu_util": float(est.gpu_util),
+        "a_gpu_mem_util": float(est.gpu_mem_util), "a_cpu_util": float(est.cpu_util),
+        "a_log_mem_mb": _log10(est.mem_mb, 1.0), "a_mem_share": float(est.mem_mb) / cap,
+        "a_fits": float(est.memory.fits), "a_log_startup": _log10(est.startup_s),
+        "a_log_epoch_ovh": _log10(float(est.eval_s) + float(est.ckpt_s)),
+    }
+    for b in BOTTLENECKS:
+        out[f"a_bneck_{b}"] = float(est.bottleneck == b)
+    out.update({"an_iter_s": float(est.iter_s), "an_overhead_s": ovh,
+                "an_exec_s": ovh + steps * float(est.iter_s), "an_mem_mb": float(est.mem_mb),
+                "an_capacity_mb": cap, "an_fits": float(est.memory.fits),
+                "an_gpu_util": float(est.gpu_util), "an_gpu_mem_util": float(est.gpu_mem_util),
+                "an_cpu_util": float(est.cpu_util)})
+    return out
+
+
+def context_features(job: JobSpec) -> dict[str, float]:
+    opt = str(job.optimizer)
+    prec = str(getattr(job, "precision", "fp32"))
+    kind = str(getattr(job.dataset_spec, "kind", "image"))
+    out = {f"c_opt_{o}": float(opt == o) for o in OPTIMIZER_NAMES}
+    out.update({f"c_prec_{p}": float(prec == p) for p in PRECISIONS})
+    out.update({f"c_kind_{k}": float(kind == k) for k in DATASET_KINDS})
+    return out
+
+
+def runlen_features(job: JobSpec) -> dict[str, float]:
+    return {"r_log_epochs": _log10(job.epochs), "r_log_total_steps": _log10(job.total_steps)}
+
+
+GraphSource = Callable[[JobSpec], Any]
+
+
+@dataclass
+class FeatureBuilder:
+    """Feature rows of (job, device) pairs; graph summaries and emulator costs cached by
+    ``graph_key`` (plus precision), estimates by (graph, device, epochs, steps).
+
+    Args:
+        source: job → OpGraph (default ``GraphCache().get_or_export``).
+        cache_dir: the GraphCache directory when ``source`` is not given.
+    """
+
+    source: GraphSource | None = None
+    cache_dir: str | Path | None = None
+
+    def __post_init__(self) -> None:
+        self._graphs: dict[str, tuple[dict[str, float], Any]] = {}
+        self._rows: dict[tuple, dict[str, float]] = {}
+        self._devices: dict[str, Any] = {}
+
+    def _device(self, name: str) -> Any:
+        if name not in self._devices:
+            from gpuscope.devices import get_device
+
+            self._devices[name] = get_device(name)
+        return self._devices[name]
+
+    @staticmethod
+    def graph_id(job: JobSpec) -> str:
+        return f"{job.graph_key}|{getattr(job, 'precision', 'fp32')}"
+
+    def graph_entry(self, job: JobSpec) -> tuple[dict[str, float], Any]:
+        """(graph summary, emulator GraphCost) of the job's training-step graph."""
+        gid = self.graph_id(job)
+        if gid not in self._graphs:
+            from gpuscope.emulator import GraphCost
+
+            src = self.source
+            if src is None:
+                from gpuscope.graphs import GraphCache
+
+                src = GraphCache(self.cache_dir).get_or_export
+                self.source = src
+            g = src(job)
+            self._graphs[gid] = (graph_summary(g), GraphCost.from_graph(g, job.batch_size))
+        return self._graphs[gid]
+
+    def row(self, job: JobSpec, device: str) -> dict[str, float]:
+        """All features and analytic columns of ``job`` on catalog device ``device``."""
+        key = (self.graph_id(job), device, job.epochs, job.steps)
+        if key not in self._rows:
+            from gpuscope.emulator import estimate
+
+            summ, cost = self.graph_entry(job)
+            dev = self._device(device)
+            est = estimate(job, cost, dev)
+            r = dict(summ)
+            r["g_log2_batch"] = math.log2(job.batch_size)
+            r.update(analytic_features(est, job))
+            r.update(device_features(dev))
+            r.update(context_features(job))
+            r.update(runlen_features(job))
+            self._rows[key] = r
+        return self._rows[key]
+
+    def frame(self, jobs: Sequence[JobSpec], devices: Sequence[str],
+              progress: bool = False) -> pd.DataFrame:
+        """One row per (jobs[i], devices[i]): ``FEATURES`` + ``ANALYTIC_COLUMNS``."""
+        from tqdm.auto import tqdm
+
+        pairs = list(zip(jobs, devices, strict=True))
+        rows = [self.row(j, d) for j, d in tqdm(pairs, desc="features", unit="row",
+                                                disable=not progress or len(pairs) < 200)]
+        cols = list(FEATURES) + list(ANALYTIC_COLUMNS)
+        return pd.DataFrame(rows, columns=cols)
+
+
+def compose_exec(frame: pd.DataFrame, total_steps: np.ndarray,
+                 log_corr: np.ndarray | None = None) -> np.ndarray:
+    """Execution time = analytic overhead + total steps × analytic step time × exp(ĉ)."""
+    corr = np.zeros(len(frame)) if log_corr is None else np.asarray(log_corr, np.float64)
+    return (frame["an_overhead_s"].to_numpy(np.float64)
+            + np.asarray(total_steps, np.float64) * frame["an_iter_s"].to_numpy(np.float64)
+            * np.exp(corr))
+
+
+def step_correction(frame: pd.DataFrame, total_steps: np.ndarray,
+                    exec_time: np.ndarray) -> np.ndarray:
+    """The per-step log-correction a measured execution time implies (training label):
+    ``log(((exec − overhead) / total_steps) / t_step_analytic)``; the implied step time is
+    floored at 5 % of the analytic one (a run dominated by noise in its overhead)."""
+    it = frame["an_iter_s"].to_numpy(np.float64)
+    implied = (np.asarray(exec_time, np.float64) - frame["an_overhead_s"].to_numpy(np.float64)
+               ) / np.asarray(total_steps, np.float64)
+    return np.log(np.maximum(implied, 0.05 * it) / it)

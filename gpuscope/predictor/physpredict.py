@@ -1,0 +1,189 @@
+"""Physics-informed checkpoints (format version 2) and batched inference with a domain guard.
+
+A v2 checkpoint is ``torch.save`` of a dict of tensors/str/int/float/bool/lists/dicts
+(``torch.load(weights_only=True)``-safe): ``format`` "gpuscope-predictor",
+``format_version`` 2, ``kind`` "physics", ``model`` (``HybridModel.get_state``: per-target
+model kind, packed trees / MLP weights, the training range of every input feature, the OOM
+classifier), ``targets``, ``targets_seen``, ``device`` (a device name, or ``multi``),
+``devices`` (trained on), ``provenance``, ``emulator_version``, ``dataset_fingerprint``,
+``train`` (rows, seconds, chosen model per target).
+
+``PhysicsPredictor.predict(jobs)`` returns one row per job: ``job_id, device``, the targets
+(NaN for a target the checkpoint never saw; peaks clipped to capacity), ``step_s`` (predicted
+seconds per training step), ``oom_prob``, ``oom`` (= oom_prob > 0.5 OR the emulator's memory
+model says the job does not fit), ``in_domain`` and ``domain_reason`` (the inputs outside the
+checkpoint's training range). Feature rows are cached per (graph, device, run length), so a
+long-lived predictor re-predicts a queue without touching the graphs again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from gpuscope import __version__
+from gpuscope.errors import CheckpointError, InputError
+from gpuscope.jobs import JobSpec
+from gpuscope.predictor.hybrid import HybridModel
+from gpuscope.predictor.physics import FeatureBuilder
+from gpuscope.predictor.v2data import PhysicsData
+from gpuscope.resources import TARGETS
+
+FORMAT = "gpuscope-predictor"
+FORMAT_VERSION = 2
+
+
+def emulator_version() -> str:
+    import gpuscope.emulator as emu
+
+    return str(getattr(emu, "EMULATOR_VERSION", "1"))
+
+
+def data_fingerprint(data: PhysicsData) -> str:
+    h = hashlib.sha256()
+    h.update(pd.util.hash_pandas_object(data.labels.astype(str), index=False).to_numpy()
+             .tobytes())
+    return h.hexdigest()[:16]
+
+
+def fit_physics(data: PhysicsData, rows: np.ndarray | None = None, kinds: Any = "auto",
+                seed: int = 0, device: str | None = None, **params: Any) -> dict[str, Any]:
+    """Fit a :class:`HybridModel` on ``rows`` of ``data`` (default: rows not held out as
+    ``unseen``) and return the checkpoint dict."""
+    if rows is None:
+        rows = np.flatnonzero(data.labels["split"].astype(str).to_numpy() != "unseen")
+    sub = data.subset(rows)
+    use = sub.usable()
+    sub = sub.subset(np.flatnonzero(use))
+    if len(sub) == 0:
+        raise InputError("no usable (ok or oom) training rows")
+    t0 = time.perf_counter()
+    m = HybridModel(targets=data.targets, kinds=kinds, random_state=seed, **params)
+    m.fit(sub.frame, sub.Y(), sub.total_steps(), sub.groups(), sub.oom())
+    devs = sorted(set(sub.labels["device"].astype(str)))
+    prov = sorted(set(sub.labels.get("provenance", pd.Series(["emulated"])).astype(str)))
+    return {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "kind": "physics",
+        "gpuscope_version": __version__, "model": m.get_state(), "targets": list(data.targets),
+        "targets_seen": list(m.chosen_), "device": device or (devs[0] if len(devs) == 1
+                                                              else "multi"),
+        "devices": devs, "provenance": "+".join(prov), "emulator_version": emulator_version(),
+        "dataset_fingerprint": data_fingerprint(sub),
+        "train": {"rows": len(sub), "seconds": time.perf_counter() - t0, "seed": seed,
+                  "chosen": dict(m.chosen_),
+                  "families": sorted(set(sub.groups().tolist()))},
+    }
+
+
+def save_physics(ckpt: dict[str, Any], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(ckpt, tmp)
+    tmp.replace(path)  # atomic: a reader never sees half a checkpoint
+    return path
+
+
+def read_checkpoint_dict(path: str | Path) -> dict[str, Any]:
+    """``torch.load(weights_only=True)`` of a gpuscope checkpoint (any version), or
+    ``CheckpointError`` with one line."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - unpickling/zip errors all mean "corrupt"
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"checkpoint {path} is corrupt or not a checkpoint ({msg[:120]})"
+                              ) from None
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise CheckpointError(f"checkpoint {path} is not a gpuscope predictor checkpoint")
+    return obj
+
+
+class PhysicsPredictor:
+    """Batched predictions of a v2 checkpoint (module docstring).
+
+    Args:
+        ckpt: the checkpoint dict (``read_checkpoint_dict``) or a path.
+        device: the device to predict on (default: the checkpoint's; required for ``multi``).
+        builder: a shared :class:`FeatureBuilder` (graph and feature caches).
+    """
+
+    def __init__(self, ckpt: dict[str, Any] | str | Path, device: str | None = None,
+                 builder: FeatureBuilder | None = None,
+                 cache_dir: str | Path | None = None) -> None:
+        if not isinstance(ckpt, dict):
+            ckpt = read_checkpoint_dict(ckpt)
+        if ckpt.get("format_version") != FORMAT_VERSION:
+            raise CheckpointError("not a version-2 (physics) checkpoint")
+        try:
+            self.model = HybridModel.from_state(ckpt["model"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise CheckpointError(f"physics checkpoint is corrupt ({str(e)[:120]})") from None
+        self.ckpt = ckpt
+        self.device = device or str(ckpt["device"])
+        if self.device == "multi":
+            raise InputError("a multi-device checkpoint needs --device NAME")
+        from gpuscope.devices import get_device
+
+        get_device(self.device)  # InputError for an unknown device
+        self.builder = builder or FeatureBuilder(cache_dir=cache_dir)
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return tuple(self.ckpt["targets"])
+
+    def predict(self, jobs: Sequence[JobSpec], devices: Sequence[str] | None = None
+                ) -> pd.DataFrame:
+        """One row per job (per ``devices[i]`` when given; default this predictor's)."""
+        devs = list(devices) if devices is not None else [self.device] * len(jobs)
+        cols = ["job_id", "device", *self.targets, "step_s", "oom_prob", "oom", "in_domain",
+                "domain_reason"]
+        if not jobs:
+            return pd.DataFrame(columns=cols)
+        keys = [(self.builder.graph_id(j), d, j.epochs, j.steps) for j, d in zip(jobs, devs,
+                                                                                  strict=True)]
+        first: dict[tuple, int] = {}
+        for i, k in enumerate(keys):
+            first.setdefault(k, i)
+        uniq = list(first.values())
+        pos = {k: i for i, k in enumerate(first)}
+        inv = np.array([pos[k] for k in keys], dtype=np.int64)
+        ujobs = [jobs[i] for i in uniq]
+        frame = self.builder.frame(ujobs, [devs[i] for i in uniq])
+        steps = np.array([j.total_steps for j in ujobs], dtype=np.float64)
+        y = self.model.predict(frame, steps)
+        step_s = self.model.step_time(frame)
+        p = self.model.oom_proba(frame)
+        ok, why = self.model.domain(frame)
+        fits = frame["an_fits"].to_numpy(np.float64) > 0.5
+        df = pd.DataFrame(y[inv], columns=list(self.targets))
+        df.insert(0, "device", devs)
+        df.insert(0, "job_id", [j.job_id if j.job_id is not None else j.key for j in jobs])
+        df["step_s"] = step_s[inv]
+        df["oom_prob"] = p[inv]
+        df["oom"] = ((p > 0.5) | ~fits)[inv]
+        df["in_domain"] = ok[inv]
+        df["domain_reason"] = [why[i] for i in inv]
+        return df[cols]
+
+    def predict_arrays(self, jobs: Sequence[JobSpec]) -> tuple[np.ndarray, np.ndarray]:
+        df = self.predict(jobs)
+        return df[list(self.targets)].to_numpy(np.float64), df["oom_prob"].to_numpy(np.float64)
+
+    def describe(self) -> str:
+        c = self.ckpt
+        return (f"physics predictor for {self.device} (trained on {', '.join(c['devices'])}, "
+                f"{c['provenance']}, emulator v{c['emulator_version']})")
+
+
+__all__ = ["FORMAT_VERSION", "PhysicsPredictor", "TARGETS", "fit_physics", "read_checkpoint_dict",
+           "save_physics"]

@@ -1,0 +1,189 @@
+"""Honest evaluation of the v2 predictor (issue 13): leave-family-out splits, several seeds,
+95 % intervals, per target; every scaler fitted on training rows only.
+
+Protocol (``family_split``): all rows of a dataset (Table 3 and Table 4 jobs alike) are grouped
+by model family; families are taken in a seeded random order and go to *test* until it holds
+≥ 20 % of the rows, then to *val* until ≥ 20 %, the rest to *train*. A model is fitted on
+train (+ val where it needs no early stopping) and scored on test. Per target: nMSE in the
+plain min-max space of the *training* rows (seed 001's metric) and, for execution time, MAPE.
+Over seeds: the mean and a 95 % Student-t interval (``ci95``).
+
+Candidates of the ablation (``ABLATION``), all on the same split:
+
+* ``analytic``: the emulator's estimate alone (execution time only);
+* ``gbt-totals`` / ``mlp-totals``: boosted trees / MLP on graph totals + context + device +
+  run length (no analytic input);
+* ``physics-gbt`` / ``physics-mlp`` / ``physics``: the same learners on the corrections of
+  the analytic estimate, and the shipped per-target choice;
+* ``gnn-mean`` / ``gnn``: the Driple network with a plain mean readout / with message passing
+  and Set2Set (``benchmarks/predictor_goals.py`` runs them; they need encoded graphs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from gpuscope.predictor.hybrid import HybridModel
+from gpuscope.predictor.mlp import MaskedMLP
+from gpuscope.predictor.physics import (
+    CONTEXT_FEATURES,
+    DEVICE_FEATURES,
+    GRAPH_FEATURES,
+    RUNLEN_FEATURES,
+)
+from gpuscope.predictor.v2data import PhysicsData
+
+TOTALS: tuple[str, ...] = GRAPH_FEATURES + DEVICE_FEATURES + CONTEXT_FEATURES + RUNLEN_FEATURES
+ABLATION: tuple[str, ...] = ("analytic", "gbt-totals", "mlp-totals", "physics-gbt",
+                             "physics-mlp", "physics")
+
+
+def family_split(groups: np.ndarray, seed: int, test: float = 0.2, val: float = 0.2
+                 ) -> dict[str, np.ndarray]:
+    """Row indices of ``train``, ``val``, ``test`` holding out whole families."""
+    g = np.asarray(groups).astype(str)
+    fams = sorted(set(g.tolist()))
+    rng = np.random.default_rng(seed)
+    order = [fams[i] for i in rng.permutation(len(fams))]
+    n = len(g)
+    parts: dict[str, list[str]] = {"test": [], "val": [], "train": []}
+    cnt = {"test": 0, "val": 0}
+    for f in order:
+        size = int((g == f).sum())
+        if cnt["test"] < test * n:
+            parts["test"].append(f)
+            cnt["test"] += size
+        elif cnt["val"] < val * n:
+            parts["val"].append(f)
+            cnt["val"] += size
+        else:
+            parts["train"].append(f)
+    if not parts["train"] and parts["val"]:
+        parts["train"].append(parts["val"].pop())
+    return {k: np.flatnonzero(np.isin(g, v)) for k, v in parts.items()}
+
+
+def score_targets(pred: np.ndarray, true: np.ndarray, train_true: np.ndarray,
+                  targets: tuple[str, ...]) -> dict[str, float]:
+    """``nmse_<target>`` (plain min-max of the training rows), ``nmse`` (all entries) and
+    ``mape_exec_pct``."""
+    out: dict[str, float] = {}
+    allsq = []
+    for j, t in enumerate(targets):
+        col = train_true[:, j][np.isfinite(train_true[:, j])]
+        lo, hi = (float(col.min()), float(col.max())) if col.size else (0.0, 1.0)
+        if hi <= lo:
+            hi = lo + (100.0 if t.endswith("_peak") and t != "gpu_mem_peak" else 1.0)
+        ok = np.isfinite(true[:, j]) & np.isfinite(pred[:, j])
+        sq = ((pred[ok, j] - true[ok, j]) / (hi - lo)) ** 2
+        out[f"nmse_{t}"] = float(sq.mean()) if sq.size else float("nan")
+        allsq.append(sq)
+    cat = np.concatenate(allsq) if allsq else np.array([])
+    out["nmse"] = float(cat.mean()) if cat.size else float("nan")
+    out["mape_exec_pct"] = float("nan")
+    if "exec_time_s" in targets:
+        j = targets.index("exec_time_s")
+        ok = np.isfinite(true[:, j]) & (true[:, j] > 0) & np.isfinite(pred[:, j])
+        if ok.any():
+            out["mape_exec_pct"] = float(100 * np.mean(np.abs(pred[ok, j] - true[ok, j])
+                                                       / true[ok, j]))
+    return out
+
+
+def ci95(values: list[float] | np.ndarray) -> tuple[float, float]:
+    """(mean, half-width of the 95 % Student-t interval) over seeds (NaNs dropped)."""
+    from scipy import stats
+
+    v = np.asarray([x for x in values if x == x], dtype=np.float64)
+    if v.size == 0:
+        return float("nan"), float("nan")
+    if v.size == 1:
+        return float(v[0]), float("nan")
+    half = float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+    return float(v.mean()), half
+
+
+def fit_candidate(name: str, train: PhysicsData, seed: int) -> Callable[[PhysicsData],
+                                                                         np.ndarray]:
+    """Fit ablation candidate ``name`` on ``train``; returns rows → predictions [n × T]."""
+    tr = train.subset(np.flatnonzero(train.usable()))
+    Y, steps = tr.Y(), tr.total_steps()
+    targets = tr.targets
+    if name == "analytic":
+        j = targets.index("exec_time_s")
+
+        def analytic(d: PhysicsData) -> np.ndarray:
+            out = np.full((len(d), len(targets)), np.nan)
+            out[:, j] = d.frame["an_exec_s"].to_numpy(np.float64)
+            return out
+        return analytic
+    if name in ("gbt-totals", "mlp-totals"):
+        X = tr.frame[list(TOTALS)].to_numpy(np.float64)
+        Z = np.log1p(np.clip(Y, 0, None))  # every target in log1p space, exec time included
+        if name == "mlp-totals":
+            mlp = MaskedMLP(random_state=seed).fit(X, Z)
+            return lambda d: np.expm1(mlp.predict(d.frame[list(TOTALS)].to_numpy(np.float64)))
+        from sklearn.ensemble import HistGradientBoostingRegressor
+        from threadpoolctl import threadpool_limits
+
+        models = []
+        with threadpool_limits(1):
+            for j in range(Z.shape[1]):
+                ok = np.isfinite(Z[:, j])
+                models.append(HistGradientBoostingRegressor(
+                    max_iter=200, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=5,
+                    random_state=seed).fit(X[ok], Z[ok, j]) if ok.sum() >= 10 else None)
+
+        def gbt(d: PhysicsData) -> np.ndarray:
+            Xd = d.frame[list(TOTALS)].to_numpy(np.float64)
+            with threadpool_limits(1):
+                return np.column_stack([np.expm1(m.predict(Xd)) if m is not None
+                                        else np.full(len(d), np.nan) for m in models])
+        return gbt
+    kinds = {"physics-gbt": "gbt", "physics-mlp": "mlp", "physics": "auto"}[name]
+    m = HybridModel(targets=targets, kinds=kinds, random_state=seed)
+    m.fit(tr.frame, Y, steps, tr.groups(), tr.oom())
+    return lambda d: m.predict(d.frame, d.total_steps())
+
+
+def run_ablation(data: PhysicsData, seeds: tuple[int, ...] = (0, 1, 2),
+                 models: tuple[str, ...] = ABLATION,
+                 extra: dict[str, Callable[[np.ndarray, np.ndarray, int], np.ndarray]]
+                 | None = None, progress: bool = False) -> pd.DataFrame:
+    """Long table: one row per (model, seed) with ``score_targets`` of the test families.
+    ``extra`` adds candidates fitted outside this module (the GNNs): name → fn(train_rows,
+    test_rows, seed) → predictions of the test rows [n × T]."""
+    from tqdm.auto import tqdm
+
+    rows = []
+    Y = data.Y()
+    jobs = [(s, m) for s in seeds for m in (*models, *(extra or {}))]
+    for seed, name in tqdm(jobs, desc="ablation", disable=not progress):
+        sp = family_split(data.groups(), seed)
+        fit_rows = np.concatenate([sp["train"], sp["val"]])
+        if extra and name in extra:
+            pred = extra[name](fit_rows, sp["test"], seed)
+        else:
+            pred = fit_candidate(name, data.subset(fit_rows), seed)(data.subset(sp["test"]))
+        sc = score_targets(pred, Y[sp["test"]], Y[fit_rows], data.targets)
+        rows.append({"model": name, "seed": seed, "test_rows": len(sp["test"]),
+                     "test_families": ",".join(sorted(set(data.groups()[sp["test"]]))), **sc})
+    return pd.DataFrame(rows)
+
+
+def summarise(long: pd.DataFrame, targets: tuple[str, ...]) -> pd.DataFrame:
+    """Per model: mean ± 95 % half-width over seeds of exec MAPE, nMSE and each target's
+    nMSE."""
+    out = []
+    for name, g in long.groupby("model", sort=False):
+        r: dict[str, object] = {"model": name, "seeds": len(g)}
+        for c in ["mape_exec_pct", "nmse", *(f"nmse_{t}" for t in targets)]:
+            m, h = ci95(g[c].to_numpy())
+            r[c] = m
+            r[c + "_ci"] = h
+        out.append(r)
+    return pd.DataFrame(out)

@@ -1,0 +1,187 @@
+"""The physics-informed predictor (issue 13): features, composition, per-target models,
+domain guard, checkpoints, honest-evaluation helpers, Gavel rows."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.ensemble import HistGradientBoostingRegressor
+
+from gpuscope.devices import get_device
+from gpuscope.emulator import estimate
+from gpuscope.jobs import JobSpec
+from gpuscope.predictor.hybrid import HybridModel
+from gpuscope.predictor.physics import (
+    FEATURES,
+    STEP_FEATURES,
+    FeatureBuilder,
+    compose_exec,
+    step_correction,
+)
+from gpuscope.predictor.physpredict import (
+    PhysicsPredictor,
+    fit_physics,
+    read_checkpoint_dict,
+    save_physics,
+)
+from gpuscope.predictor.trees import pack_hgb, predict_packed
+from gpuscope.predictor.v2data import PhysicsData
+from gpuscope.predictor.v2eval import ci95, family_split, score_targets
+from gpuscope.resources import TARGETS
+
+MODELS = ("lenet", "resnet20", "trivial", "alexnet")
+
+
+@pytest.fixture(scope="module")
+def builder(tmp_path_factory: pytest.TempPathFactory) -> FeatureBuilder:
+    return FeatureBuilder(cache_dir=tmp_path_factory.mktemp("graphs"))
+
+
+def _jobs(epochs: int = 1, spe: int | None = 100) -> list[JobSpec]:
+    return [JobSpec(model=m, dataset="cifar10", optimizer=o, batch_size=b, epochs=epochs,
+                    steps_per_epoch=spe)
+            for m in MODELS for o in ("sgd", "adam") for b in (16, 64)]
+
+
+def _emulated_data(builder: FeatureBuilder, devices: tuple[str, ...] = ("v100",),
+                   noise: float = 0.0) -> PhysicsData:
+    """Rows labelled by the emulator itself (exec time × optional log-normal noise), with a
+    synthetic burst target (2 × step time × 10) and a percentage peak (gpu_util)."""
+    rng = np.random.default_rng(0)
+    jobs, devs, rows = [], [], []
+    for d in devices:
+        for j in _jobs(epochs=2):
+            est = estimate(j, builder.graph_entry(j)[1], get_device(d))
+            jobs.append(j)
+            devs.append(d)
+            r = {t: np.nan for t in TARGETS}
+            r.update(model=j.model, device=d, family=j.model, split="train",
+                     provenance="emulated", status=est.status)
+            r["exec_time_s"] = est.exec_time_s * math.exp(noise * rng.normal())
+            r["gpu_util_peak"] = 100 * est.gpu_util
+            r["gpu_util_burst_s"] = 20 * est.iter_s
+            rows.append(r)
+    return PhysicsData(pd.DataFrame(rows), jobs, builder.frame(jobs, devs))
+
+
+def test_packed_trees_match_sklearn() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.random((300, 4))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.nan_to_num(X[:, 0]) * 3 - np.nan_to_num(X[:, 2]) ** 2
+    m = HistGradientBoostingRegressor(max_iter=60, random_state=0).fit(X, y)
+    assert np.allclose(predict_packed(pack_hgb(m), X), m.predict(X), atol=1e-10)
+
+
+def test_compose_and_correction_round_trip(builder: FeatureBuilder) -> None:
+    jobs = _jobs()
+    frame = builder.frame(jobs, ["v100"] * len(jobs))
+    steps = np.array([j.total_steps for j in jobs], float)
+    c = np.linspace(-0.5, 0.5, len(jobs))
+    exec_t = compose_exec(frame, steps, c)
+    assert np.allclose(step_correction(frame, steps, exec_t), c)
+    # with no correction the composition is the emulator's own execution time
+    for j, e in zip(jobs, compose_exec(frame, steps), strict=True):
+        est = estimate(j, builder.graph_entry(j)[1], get_device("v100"))
+        assert e == pytest.approx(est.exec_time_s, rel=1e-9)
+
+
+def test_step_model_never_reads_run_length() -> None:
+    assert "r_log_total_steps" in FEATURES and "r_log_total_steps" not in STEP_FEATURES
+    assert HybridModel.feature_set("exec_time_s") == STEP_FEATURES
+
+
+def test_full_epoch_jobs_match_the_emulator(builder: FeatureBuilder) -> None:
+    """Trained on 100-step runs, the predictor composes full-epoch execution times that agree
+    with the emulator on the full-epoch jobs (and flags them as outside its run lengths)."""
+    data = _emulated_data(builder)
+    pred = PhysicsPredictor(fit_physics(data, kinds="gbt"), builder=builder)
+    full = [j.with_(steps_per_epoch=None, epochs=3, job_id=f"f{i}")
+            for i, j in enumerate(_jobs())]
+    df = pred.predict(full)
+    truth = np.array([estimate(j, builder.graph_entry(j)[1], get_device("v100")).exec_time_s
+                      for j in full])
+    ok = np.isfinite(df["exec_time_s"].to_numpy())
+    mape = np.mean(np.abs(df["exec_time_s"].to_numpy()[ok] - truth[ok]) / truth[ok])
+    assert ok.sum() >= len(full) - 2 and mape < 0.02
+    assert not df["in_domain"].any()
+    assert df["domain_reason"].str.contains("r_log_total_steps").all()
+    short = pred.predict(_jobs(epochs=2)[:3])
+    assert short["in_domain"].all() and (short["domain_reason"] == "").all()
+
+
+def test_unseen_targets_nan_peaks_capped_and_oom(builder: FeatureBuilder) -> None:
+    data = _emulated_data(builder)
+    pred = PhysicsPredictor(fit_physics(data, kinds="gbt"), builder=builder)
+    df = pred.predict(_jobs(epochs=2))
+    assert df["cpu_util_peak"].isna().all() and df["gpu_mem_idle_s"].isna().all()
+    assert (df["gpu_util_peak"] <= 100).all() and (df["gpu_util_peak"] >= 0).all()
+    big = JobSpec(model="vgg16", dataset="imagenet", optimizer="adam", batch_size=256,
+                  epochs=1, steps_per_epoch=100)
+    est = estimate(big, builder.graph_entry(big)[1], get_device("gtx1080"))
+    assert est.status == "oom"  # the emulator's memory model: 8 GB is not enough
+    multi = PhysicsPredictor(fit_physics(data, kinds="gbt", device="multi"), device="gtx1080",
+                             builder=builder)
+    row = multi.predict([big]).iloc[0]
+    assert bool(row["oom"]) and row["oom_prob"] == 1.0
+
+
+def test_auto_picks_analytic_when_the_emulator_is_the_truth(builder: FeatureBuilder) -> None:
+    data = _emulated_data(builder, noise=0.0)
+    m = HybridModel(kinds="auto").fit(data.frame, data.Y(), data.total_steps(), data.groups())
+    assert m.chosen_["exec_time_s"] == "analytic"
+    assert set(m.chosen_) == {"exec_time_s", "gpu_util_peak", "gpu_util_burst_s"}
+
+
+def test_learns_a_known_correction(builder: FeatureBuilder) -> None:
+    """Labels = emulator × 1.5 on one device: the corrected model gets them within 3 %."""
+    data = _emulated_data(builder)
+    y = data.Y()
+    j = TARGETS.index("exec_time_s")
+    y[:, j] = compose_exec(data.frame, data.total_steps(), np.full(len(data), math.log(1.5)))
+    m = HybridModel(kinds="gbt", gbt_min_leaf=2).fit(data.frame, y, data.total_steps())
+    p = m.predict(data.frame, data.total_steps())[:, j]
+    assert np.max(np.abs(p - y[:, j]) / y[:, j]) < 0.03
+
+
+def test_checkpoint_weights_only_round_trip(builder: FeatureBuilder, tmp_path) -> None:
+    data = _emulated_data(builder)
+    ck = fit_physics(data, kinds="auto")
+    path = save_physics(ck, tmp_path / "p.pt")
+    torch.load(path, weights_only=True)  # safe loading works
+    a = PhysicsPredictor(ck, builder=builder).predict(_jobs(epochs=2))
+    b = PhysicsPredictor(read_checkpoint_dict(path), builder=builder).predict(_jobs(epochs=2))
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_family_split_and_intervals() -> None:
+    g = np.array(["a"] * 10 + ["b"] * 10 + ["c"] * 10 + ["d"] * 10 + ["e"] * 10)
+    for seed in range(3):
+        sp = family_split(g, seed)
+        fams = {k: set(g[v]) for k, v in sp.items()}
+        assert not (fams["train"] & fams["test"]) and not (fams["val"] & fams["test"])
+        assert sum(len(v) for v in sp.values()) == len(g)
+    m, h = ci95([1.0, 2.0, 3.0])
+    assert m == 2.0 and h == pytest.approx(4.302653 / math.sqrt(3), rel=1e-5)
+
+
+def test_score_uses_training_ranges() -> None:
+    train = np.array([[0.0], [10.0]])
+    s = score_targets(np.array([[6.0]]), np.array([[5.0]]), train, ("exec_time_s",))
+    assert s["nmse_exec_time_s"] == pytest.approx(0.01)
+    assert s["mape_exec_pct"] == pytest.approx(20.0)
+
+
+def test_gavel_rows() -> None:
+    from gpuscope.predictor.gavel_tl import load_gavel, parse_job_type
+
+    assert parse_job_type("ResNet-18 (batch size 32)") == ("ResNet-18", 32)
+    assert parse_job_type("A3C") == ("A3C", 0)
+    df = load_gavel()
+    assert set(df["device"]) == {"k80", "p100", "v100"} and len(df) == 78
+    r = df[(df.job_type == "ResNet-50 (batch size 32)") & (df.device == "v100")].iloc[0]
+    assert r["step_s"] == pytest.approx(1 / 7.787265, rel=1e-6)
