@@ -15,7 +15,7 @@ from gpuscope.predictor.data import load_dataset
 from gpuscope.predictor.synthetic import synthetic_dataset
 from gpuscope.resources import DRIPLE_TARGETS, TARGETS
 
-TRAIN = ["--epochs", "2", "--steps", "2", "--hidden", "16", "--quiet"]
+TRAIN = ["--arch", "gnn", "--epochs", "2", "--steps", "2", "--hidden", "16", "--quiet"]
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,7 @@ def test_bad_options_exit_2(tmp_path, dataset_dir, capsys) -> None:
 
 
 def test_default_recipe_and_paper_literal_switches(tmp_path, dataset_dir) -> None:
-    fast = ["--epochs", "1", "--hidden", "16", "--quiet"]
+    fast = ["--arch", "gnn", "--epochs", "1", "--hidden", "16", "--quiet"]
     dflt, lit = tmp_path / "d.pt", tmp_path / "lit.pt"
     assert main(["train", "--dataset", str(dataset_dir), "-o", str(dflt), *fast]) == 0
     assert main(["train", "--dataset", str(dataset_dir), "-o", str(lit), *fast, "--steps",

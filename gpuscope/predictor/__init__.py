@@ -11,6 +11,15 @@ Public API:
   (``job_id, device, <targets>, oom_prob``);
 * ``evaluate(bundle, data, baseline="gbt")``; ``GBTBaseline``;
 * ``fit_multidevice`` / ``leave_one_device_out`` (device spec as input, beyond the seed).
+
+Physics-informed v2 (issue 13; the bundled ``<device>.pt`` and ``multi.pt``):
+
+* ``FeatureBuilder`` (emulator estimate + graph totals per (job, device)); ``load_physics``;
+* ``HybridModel`` (per-target corrections: analytic / GBT / MLP); ``fit_physics`` →
+  checkpoint dict, ``save_physics``; ``PhysicsPredictor.predict(jobs)`` with ``in_domain``,
+  ``domain_reason``, ``oom``; ``load_predictor`` opens either format;
+* ``run_ablation`` / ``family_split`` (leave-family-out, seeds, 95 % intervals);
+* ``build_corpus`` / ``architectures``; ``tl_curve`` (Gavel measured, emulated → measured).
 """
 
 from __future__ import annotations
@@ -29,6 +38,10 @@ _WHERE: dict[str, str] = {
     "Predictor": "predict", "load_predictor": "predict",
     "make_splits": "splits",
     "FitResult": "train", "TrainConfig": "train", "fit_predictor": "train",
+    "FeatureBuilder": "physics", "HybridModel": "hybrid", "load_physics": "v2data",
+    "PhysicsData": "v2data", "PhysicsPredictor": "physpredict", "fit_physics": "physpredict",
+    "save_physics": "physpredict", "run_ablation": "v2eval", "family_split": "v2eval",
+    "build_corpus": "corpus", "architectures": "corpus", "tl_curve": "gavel_tl",
 }
 __all__ = sorted(_WHERE)
 

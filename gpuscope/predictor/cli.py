@@ -60,6 +60,10 @@ def register(subparsers: Any) -> None:
                    help="squash the percentage peaks' outputs with a sigmoid (opt-in)")
     t.add_argument("--exec-per-step", action="store_true",
                    help="learn execution time per training step (scales with run length)")
+    t.add_argument("--steps-in-u", action=argparse.BooleanOptionalAction, default=True,
+                   help="gnn: feed steps per epoch / total steps in u (default); "
+                        "--no-steps-in-u zeroes them and learns execution time per step "
+                        "(campaigns whose steps were tuned per model)")
     t.add_argument("--half", action="store_true", help="store weights as float16")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
@@ -70,6 +74,24 @@ def register(subparsers: Any) -> None:
     e.add_argument("--baseline", choices=("gbt",), help="also fit and score the GBT baseline")
     e.add_argument("-o", "--output", help="also write the table as CSV")
     e.set_defaults(func=_evaluate)
+
+    g = subparsers.add_parser("predictor", help="predictor corpus and ablation")
+    gs = g.add_subparsers(dest="predictor_cmd", required=True)
+    c = gs.add_parser("corpus", help="build (or resume) the architecture corpus")
+    c.add_argument("-o", "--output", required=True, help="corpus folder (parts/, corpus.parquet)")
+    c.add_argument("--devices", default="all", help="catalog devices: all or a comma list")
+    c.add_argument("--per-arch", type=int, default=1, help="configurations per architecture")
+    c.add_argument("--per-family", type=int, default=32, help="Hugging Face size variants")
+    c.add_argument("--no-hf", action="store_true", help="catalog models only")
+    c.add_argument("--max-minutes", type=float, help="stop cleanly after this long (resume later)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--quiet", action="store_true")
+    c.set_defaults(func=_corpus)
+    b = gs.add_parser("ablation", help="leave-family-out ablation of the v2 candidates")
+    b.add_argument("--dataset", required=True, nargs="+", help="dataset folder(s) / corpus")
+    b.add_argument("--seeds", default="0,1,2")
+    b.add_argument("-o", "--output", help="also write the per-seed table as CSV")
+    b.set_defaults(func=_ablation)
 
     p = subparsers.add_parser("predict", help="predict a job queue's resource use (batched)")
     p.add_argument("--model", required=True, help="checkpoint (.pt)")
@@ -136,7 +158,7 @@ def _train_gnn(a: argparse.Namespace) -> int:
                       steps=_steps(a.steps), fraction=a.fraction, finetune=a.finetune,
                       graph_stats=a.graph_stats, exec_per_step=a.exec_per_step,
                       log_targets=("exec_time_s",) if a.log_exec else (),
-                      bounded_peaks=a.bounded_peaks,
+                      bounded_peaks=a.bounded_peaks, steps_in_u=a.steps_in_u,
                       progress=not a.quiet)
     targets = cfg.target_names()
     src = load_checkpoint(a.init_from, targets) if a.init_from else None
@@ -244,4 +266,45 @@ def _predict(a: argparse.Namespace) -> int:
         if n_oom:
             sys.stderr.write(f"{n_oom} of {len(df)} jobs do not fit {pred.device}'s memory "
                              "(column oom)\n")
+    return 0
+
+
+def _corpus(a: argparse.Namespace) -> int:
+    from gpuscope.devices import load_catalog, parse_device_list
+    from gpuscope.predictor.corpus import architectures, build_corpus
+
+    devs = list(load_catalog()) if a.devices == "all" else \
+        [d.name for d in parse_device_list(a.devices)]
+    if a.per_arch < 1 or a.per_family < 1:
+        raise InputError("--per-arch and --per-family must be >= 1")
+    archs = architectures(a.per_arch, a.per_family, a.seed, hf=not a.no_hf)
+    s = build_corpus(a.output, devs, archs, a.max_minutes, progress=not a.quiet)
+    print(f"corpus {a.output}: {s['architectures']} architectures, {s['families']} families, "
+          f"{s['rows']} rows on {len(s['devices'])} devices (emulated; {s['labels']}); built "
+          f"{s['built_now']} now, {s['resumed']} resumed, {len(s['failed'])} failed, "
+          f"{s['seconds']} s")
+    for f in s["failed"][:10]:
+        print(f"  failed: {f}")
+    return 0
+
+
+def _ablation(a: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from gpuscope.predictor.v2data import load_physics
+    from gpuscope.predictor.v2eval import run_ablation, summarise
+
+    data = load_physics(a.dataset, progress=True)
+    seeds = tuple(int(x) for x in a.seeds.split(",") if x.strip())
+    if len(seeds) < 1:
+        raise InputError("--seeds needs at least one seed")
+    long = run_ablation(data, seeds, progress=True)
+    s = summarise(long, data.targets)
+    pd.set_option("display.width", 250)
+    print(f"leave-family-out ablation over {data.labels['family'].nunique()} families, "
+          f"{len(data)} rows, seeds {a.seeds}: mean and 95 % half-width over seeds")
+    cols = ["model", "mape_exec_pct", "mape_exec_pct_ci", "nmse", "nmse_ci"]
+    print(s[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    if a.output:
+        long.to_csv(a.output, index=False)
     return 0

@@ -39,34 +39,34 @@ from gpuscope.predictor.physics import ANALYTIC_COLUMNS, FEATURES, FeatureBuilde
 #: Hugging Face families: (model_type, task dataset, size grid {config key: values}, extra
 #: fixed keys). Sizes are combined and thinned to ``per_family`` variants.
 HF_FAMILIES: dict[str, tuple[str, dict[str, tuple[int, ...]], dict[str, int]]] = {
-    "bert": ("tokens:seq=128", {"num_hidden_layers": (2, 4, 6, 8, 12),
-                                "hidden_size": (128, 256, 512, 768)}, {}),
-    "roberta": ("tokens:seq=128", {"num_hidden_layers": (2, 4, 6, 12),
-                                   "hidden_size": (256, 512, 768)}, {}),
-    "distilbert": ("tokens:seq=128", {"n_layers": (2, 3, 6), "dim": (256, 512, 768)}, {}),
+    "bert": ("tokens:seq=128", {"num_hidden_layers": (2, 4, 6, 8, 12, 24),
+                                "hidden_size": (128, 256, 384, 512, 768, 1024)}, {}),
+    "roberta": ("tokens:seq=128", {"num_hidden_layers": (2, 4, 6, 8, 12),
+                                   "hidden_size": (256, 512, 768, 1024)}, {}),
+    "distilbert": ("tokens:seq=128", {"n_layers": (2, 3, 4, 6), "dim": (256, 512, 768)}, {}),
     "albert": ("tokens:seq=128", {"num_hidden_layers": (2, 6, 12),
-                                  "hidden_size": (256, 512, 768)}, {}),
-    "electra": ("tokens:seq=128", {"num_hidden_layers": (2, 4, 12),
-                                   "hidden_size": (256, 512, 768)}, {}),
-    "gpt2": ("tokens:seq=256", {"n_layer": (2, 4, 6, 12, 24), "n_embd": (256, 512, 768, 1024)},
-             {}),
-    "gpt_neo": ("tokens:seq=256", {"num_layers": (2, 4, 8), "hidden_size": (256, 512, 768)},
-                {}),
-    "opt": ("tokens:seq=256", {"num_hidden_layers": (2, 4, 8, 12),
-                               "hidden_size": (256, 512, 768)}, {}),
-    "llama": ("tokens:seq=256", {"num_hidden_layers": (2, 4, 8, 16),
-                                 "hidden_size": (256, 512, 1024, 2048)}, {}),
-    "mistral": ("tokens:seq=256", {"num_hidden_layers": (2, 4, 8),
-                                   "hidden_size": (256, 512, 1024)}, {}),
-    "qwen2": ("tokens:seq=256", {"num_hidden_layers": (2, 4, 8),
-                                 "hidden_size": (256, 512, 1024)}, {}),
-    "t5": ("tokens:seq=128", {"num_layers": (2, 4, 6, 8), "d_model": (256, 512, 768)}, {}),
+                                  "hidden_size": (256, 512, 768, 1024)}, {}),
+    "electra": ("tokens:seq=128", {"num_hidden_layers": (2, 4, 8, 12),
+                                   "hidden_size": (256, 512, 768, 1024)}, {}),
+    "gpt2": ("tokens:seq=256", {"n_layer": (2, 4, 6, 8, 12, 24),
+                                "n_embd": (256, 384, 512, 768, 1024)}, {}),
+    "opt": ("tokens:seq=256", {"num_hidden_layers": (2, 4, 6, 8, 12),
+                               "hidden_size": (256, 512, 768, 1024)}, {}),
+    "llama": ("tokens:seq=256", {"num_hidden_layers": (2, 3, 4, 6, 8, 12, 16),
+                                 "hidden_size": (256, 384, 512, 768, 1024, 2048)}, {}),
+    "mistral": ("tokens:seq=256", {"num_hidden_layers": (2, 4, 6, 8, 12),
+                                   "hidden_size": (256, 512, 768, 1024)}, {}),
+    "qwen2": ("tokens:seq=256", {"num_hidden_layers": (2, 4, 6, 8, 12),
+                                 "hidden_size": (256, 512, 768, 1024)}, {}),
+    "t5": ("tokens:seq=128", {"num_layers": (2, 4, 6, 8), "d_model": (256, 512, 768, 1024)},
+           {}),
     "vit": ("imagenet", {"num_hidden_layers": (2, 4, 6, 8, 12),
-                         "hidden_size": (192, 384, 768)}, {}),
-    "deit": ("imagenet", {"num_hidden_layers": (4, 8, 12), "hidden_size": (192, 384)}, {}),
-    "swin": ("imagenet", {"embed_dim": (48, 96, 128)}, {}),
-    "convnext": ("imagenet", {"num_stages": (4,), "hidden_sizes_scale": (1, 2, 3)}, {}),
-    "resnet": ("imagenet", {"depth_scale": (1, 2, 3), "width": (32, 64)}, {}),
+                         "hidden_size": (192, 384, 576, 768)}, {}),
+    "deit": ("imagenet", {"num_hidden_layers": (4, 6, 8, 12), "hidden_size": (192, 384, 576)},
+             {}),
+    "swin": ("imagenet", {"embed_dim": (48, 96, 192)}, {}),
+    "convnext": ("imagenet", {"patch_size": (4,)}, {}),
+    "resnet": ("imagenet", {"embedding_size": (32, 64)}, {}),
     "mobilenet_v2": ("imagenet", {"depth_multiplier": (1,)}, {}),
 }
 
@@ -98,9 +98,6 @@ def _hf_specs(family: str, grid: dict[str, tuple[int, ...]]) -> list[str]:
                 kv["ffn_dim"] = 4 * kv["hidden_size"]
         if family == "gpt2":
             kv["n_head"] = max(1, kv["n_embd"] // 64)
-        if family == "gpt_neo":
-            kv["num_heads"] = max(1, kv["hidden_size"] // 64)
-            kv["attention_types"] = 0  # resolved below: all-global attention layers
         if family == "distilbert":
             kv["n_heads"] = max(1, kv["dim"] // 64)
             kv["hidden_dim"] = 4 * kv["dim"]
@@ -134,7 +131,7 @@ def _configs(rng: np.random.Generator, n: int, text: bool) -> list[dict[str, Any
     return out
 
 
-def architectures(per_arch: int = 1, per_family: int = 16, seed: int = 0,
+def architectures(per_arch: int = 1, per_family: int = 32, seed: int = 0,
                   hf: bool = True) -> list[Arch]:
     """The corpus's architectures (module docstring), deterministic under ``seed``."""
     rng = np.random.default_rng(seed)

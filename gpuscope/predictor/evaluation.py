@@ -29,7 +29,12 @@ def bundle_predict(bundle: PredictorBundle, data: PredictorData,
                    device_vectors: torch.Tensor | None = None) -> np.ndarray:
     """Predictions (label units, clipped at 0) of ``bundle`` for every row of ``data``."""
     keys = data.labels["graph_key"].astype(str).tolist()
-    inp = build_inputs(keys, data.graphs, data.contexts, bundle.features, bundle.contexts,
+    ctx = data.contexts
+    if bundle.train.get("steps_in_u") is False:
+        from gpuscope.predictor.train import steps_out_of_u
+
+        ctx = steps_out_of_u(ctx)
+    inp = build_inputs(keys, data.graphs, ctx, bundle.features, bundle.contexts,
                        device_vectors, bundle.devices, gstats=bundle.gstats)
     with torch_threads(1):
         pred, _ = predict_inputs(bundle.net, inp)

@@ -144,6 +144,10 @@ def tl_curve(data: GavelData, source: dict[str, Any] | None,
     for held in sorted(set(fam)):
         test = np.flatnonzero(fam == held)
         pool = np.flatnonzero(fam != held)
+        if pool.size < 2:  # one model only: nothing to learn from but the emulator
+            out.append({"held_out": held, "fraction": 0.0, "seed": -1, "method": "analytic",
+                        "mape_pct": _mape(np.zeros(test.size), data, test), "train_rows": 0})
+            continue
         out.append({"held_out": held, "fraction": 0.0, "seed": -1, "method": "analytic",
                     "mape_pct": _mape(np.zeros(test.size), data, test), "train_rows": 0})
         for f in fractions:

@@ -73,10 +73,12 @@ def encode_targets(frame: pd.DataFrame, Y: np.ndarray, targets: tuple[str, ...],
 
 
 def decode_targets(frame: pd.DataFrame, Z: np.ndarray, targets: tuple[str, ...],
-                   total_steps: np.ndarray) -> np.ndarray:
+                   total_steps: np.ndarray, zmax: np.ndarray | None = None) -> np.ndarray:
+    """Label units from label-space values; ``zmax`` caps log1p targets (10x the largest
+    training label: a learner must not extrapolate a duration without bound)."""
     Y = np.full(np.shape(Z), np.nan)
     for j, t in enumerate(targets):
-        z = Z[:, j]
+        z = Z[:, j] if zmax is None or not np.isfinite(zmax[j]) else np.minimum(Z[:, j], zmax[j])
         sp = target_space(t)
         if sp == "step":
             Y[:, j] = compose_exec(frame, total_steps, np.clip(z, -5, 5))
@@ -122,9 +124,11 @@ class HybridModel(BaseEstimator):
         return STEP_FEATURES if t == "exec_time_s" else FEATURES
 
     def _gbt(self, X: np.ndarray, z: np.ndarray) -> dict[str, Any]:
+        # early stopping on a seeded 15 % of the rows: easy targets keep a few trees
         m = HistGradientBoostingRegressor(
             max_iter=self.gbt_iter, learning_rate=self.gbt_lr, max_leaf_nodes=self.gbt_leaves,
-            min_samples_leaf=self.gbt_min_leaf, random_state=self.random_state)
+            min_samples_leaf=self.gbt_min_leaf, random_state=self.random_state,
+            early_stopping=len(z) >= 100, validation_fraction=0.15, n_iter_no_change=15)
         with threadpool_limits(1):
             return pack_hgb(m.fit(X, z))
 
@@ -203,8 +207,11 @@ class HybridModel(BaseEstimator):
                         ok = np.isfinite(Z[va, j])
                         mse = float(np.mean((p[ok] - Z[va, j][ok]) ** 2)) if ok.any() else np.inf
                         self.val_mse_.setdefault(self.targets[j], {})[kind] = mse
-                chosen = {j: min(self.val_mse_.get(self.targets[j], {c[0]: 0.0}).items(),
-                                 key=lambda kv: kv[1])[0] for j, c in cand.items()}
+                chosen = {j: self._pick(self.val_mse_.get(self.targets[j], {c[0]: 0.0}))
+                          for j, c in cand.items()}
+        self.zmax_ = np.array([
+            np.nanmax(Z[:, j]) + np.log(10.0) if target_space(t) == "log1p"
+            and np.isfinite(Z[:, j]).any() else np.inf for j, t in enumerate(self.targets)])
         self.models_: dict[int, Any] = {}
         for kind in KINDS:
             cols = [j for j in seen if chosen[j] == kind]
@@ -220,6 +227,15 @@ class HybridModel(BaseEstimator):
             with threadpool_limits(1):
                 self.oom_model_ = pack_hgb(c.fit(feats, np.asarray(oom, int)))
         return self
+
+    @staticmethod
+    def _pick(mse: dict[str, float]) -> str:
+        """The lowest validation MSE; the analytic estimate (no learnt correction) unless a
+        learner beats it by 10 % (parsimony: on a few families a correction is mostly noise)."""
+        best = min(mse.items(), key=lambda kv: kv[1])[0]
+        if "analytic" in mse and best != "analytic" and mse[best] > 0.9 * mse["analytic"]:
+            return "analytic"
+        return best
 
     def _inner_split(self, n: int, groups: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         rng = np.random.default_rng(self.random_state + 101)
@@ -250,7 +266,8 @@ class HybridModel(BaseEstimator):
     def predict(self, frame: pd.DataFrame, total_steps: np.ndarray) -> np.ndarray:
         """[n × T] predictions in label units (NaN for targets never learnt)."""
         frame = frame.reset_index(drop=True)
-        return decode_targets(frame, self.predict_z(frame), tuple(self.targets), total_steps)
+        return decode_targets(frame, self.predict_z(frame), tuple(self.targets), total_steps,
+                              getattr(self, "zmax_", None))
 
     def step_time(self, frame: pd.DataFrame) -> np.ndarray:
         """Predicted seconds per training step (analytic × exp(ĉ))."""
@@ -281,9 +298,12 @@ class HybridModel(BaseEstimator):
         lo, hi = np.asarray(self.domain_["min"]), np.asarray(self.domain_["max"])
         pad = tol * (hi - lo) + 1e-9
         bad = (X < lo - pad) | (X > hi + pad)
+        # how far outside, in training ranges: the worst offenders are named first
+        dist = np.maximum(lo - X, X - hi) / (hi - lo + 1e-9)
         reasons = []
         for i in range(len(X)):
             idx = np.flatnonzero(bad[i])
+            idx = idx[np.argsort(-dist[i, idx], kind="stable")]
             reasons.append("; ".join(f"{FEATURES[k]}={X[i, k]:.3g} outside [{lo[k]:.3g}, "
                                      f"{hi[k]:.3g}]" for k in idx[:3])
                            + (f" (+{len(idx) - 3} more)" if len(idx) > 3 else ""))
@@ -311,6 +331,7 @@ class HybridModel(BaseEstimator):
                 "domain_min": torch.as_tensor(self.domain_["min"]),
                 "domain_max": torch.as_tensor(self.domain_["max"]),
                 "features": list(FEATURES), "oom": self.oom_model_,
+                "zmax": torch.as_tensor(self.zmax_),
                 "chosen": dict(self.chosen_), "params": {
                     k: v for k, v in self.get_params().items()
                     if isinstance(v, (int, float, str)) and not isinstance(v, bool)}}
@@ -332,5 +353,7 @@ class HybridModel(BaseEstimator):
                 m.models_[j] = ("mlp", tuple(e["features"]), mlps[e["mlp"]], int(e["col"]))
         m.domain_ = {"min": np.asarray(s["domain_min"]), "max": np.asarray(s["domain_max"])}
         m.oom_model_ = s.get("oom")
+        if s.get("zmax") is not None:
+            m.zmax_ = np.asarray(s["zmax"], np.float64)
         m.chosen_ = dict(s.get("chosen", {}))
         return m

@@ -16,9 +16,10 @@ Feature groups (one row per (job, device); names in :data:`FEATURES`):
 * ``device``: the spec vector of ``multidevice.device_vector`` (peaks, memory, bandwidth...);
 * ``context``: optimizer, precision and dataset-kind one-hots (fixed lists stored in the
   checkpoint: a value never trained on is flagged by the domain guard);
-* ``runlen``: log10 epochs and log10 total steps — used only by targets that scale with the
-  run's length (burst/idle durations), never by the per-step time model, so a model trained
-  on 100-step campaigns composes full-epoch execution times (``compose_exec``).
+* ``runlen``: log10 epochs, total steps, analytic epoch time and analytic execution time —
+  used only by targets that scale with the run's length (burst/idle durations), never by the
+  per-step time model, so a model trained on 100-step campaigns composes full-epoch execution
+  times (``compose_exec``).
 
 Execution time is composed as the emulator does (docs/emulator.md)::
 
@@ -61,7 +62,8 @@ GRAPH_FEATURES: tuple[str, ...] = (
 ANALYTIC_FEATURES: tuple[str, ...] = (
     "a_log_iter", "a_log_gpu", "a_log_mem_busy", "a_log_dispatch", "a_log_pipeline",
     "a_gpu_util", "a_gpu_mem_util", "a_cpu_util", "a_log_mem_mb", "a_mem_share", "a_fits",
-    *(f"a_bneck_{b}" for b in BOTTLENECKS), "a_log_startup", "a_log_epoch_ovh",
+    *(f"a_bneck_{b}" for b in BOTTLENECKS), "a_log_startup", "a_log_epoch_ovh", "a_log_eval",
+    "a_log_ckpt",
 )
 DEVICE_FEATURES: tuple[str, ...] = ("d_log_fp32", "d_log_best", "d_log_mem_gb", "d_log_bw",
                                     "d_sms", "d_log_pcie", "d_host_core", "d_log2_cores")
@@ -69,7 +71,8 @@ CONTEXT_FEATURES: tuple[str, ...] = (
     *(f"c_opt_{o}" for o in OPTIMIZER_NAMES), *(f"c_prec_{p}" for p in PRECISIONS),
     *(f"c_kind_{k}" for k in DATASET_KINDS),
 )
-RUNLEN_FEATURES: tuple[str, ...] = ("r_log_epochs", "r_log_total_steps")
+RUNLEN_FEATURES: tuple[str, ...] = ("r_log_epochs", "r_log_total_steps", "r_log_epoch_s",
+                                    "r_log_exec_analytic")
 #: All features, in checkpoint order.
 FEATURES: tuple[str, ...] = (GRAPH_FEATURES + ANALYTIC_FEATURES + DEVICE_FEATURES
                              + CONTEXT_FEATURES + RUNLEN_FEATURES)
@@ -143,6 +146,10 @@ def analytic_features(est: Any, job: JobSpec) -> dict[str, float]:
         "a_log_mem_mb": _log10(est.mem_mb, 1.0), "a_mem_share": float(est.mem_mb) / cap,
         "a_fits": float(est.memory.fits), "a_log_startup": _log10(est.startup_s),
         "a_log_epoch_ovh": _log10(float(est.eval_s) + float(est.ckpt_s)),
+        "a_log_eval": _log10(est.eval_s), "a_log_ckpt": _log10(est.ckpt_s),
+        # the run's phase structure (what burst/idle durations are made of)
+        "r_log_epoch_s": _log10(job.steps * float(est.iter_s)),
+        "r_log_exec_analytic": _log10(ovh + steps * float(est.iter_s)),
     }
     for b in BOTTLENECKS:
         out[f"a_bneck_{b}"] = float(est.bottleneck == b)
@@ -165,6 +172,7 @@ def context_features(job: JobSpec) -> dict[str, float]:
 
 
 def runlen_features(job: JobSpec) -> dict[str, float]:
+    """The job's own run length (the analytic ones come with ``analytic_features``)."""
     return {"r_log_epochs": _log10(job.epochs), "r_log_total_steps": _log10(job.total_steps)}
 
 

@@ -108,6 +108,18 @@ def read_checkpoint_dict(path: str | Path) -> dict[str, Any]:
     return obj
 
 
+_BUILDERS: dict[str, FeatureBuilder] = {}
+
+
+def shared_builder(cache_dir: str | Path | None = None) -> FeatureBuilder:
+    """One :class:`FeatureBuilder` per graph-cache directory for the process: predictors of
+    several devices share the graphs read or exported once."""
+    key = str(cache_dir)
+    if key not in _BUILDERS:
+        _BUILDERS[key] = FeatureBuilder(cache_dir=cache_dir)
+    return _BUILDERS[key]
+
+
 class PhysicsPredictor:
     """Batched predictions of a v2 checkpoint (module docstring).
 
@@ -135,7 +147,7 @@ class PhysicsPredictor:
         from gpuscope.devices import get_device
 
         get_device(self.device)  # InputError for an unknown device
-        self.builder = builder or FeatureBuilder(cache_dir=cache_dir)
+        self.builder = builder or shared_builder(cache_dir)
 
     @property
     def targets(self) -> tuple[str, ...]:

@@ -131,7 +131,12 @@ class Predictor:
             if key not in ctx_cache:
                 ctx_cache[key] = context_vector(j)
             rows.append(ctx_cache[key])
-        ctx = self.bundle.contexts.transform(torch.stack(rows))
+        raw = torch.stack(rows)
+        if self.bundle.train.get("steps_in_u") is False:
+            from gpuscope.predictor.train import steps_out_of_u
+
+            raw = steps_out_of_u(raw)
+        ctx = self.bundle.contexts.transform(raw)
         ro, gs = self._readouts_for(jobs)
         dev = self._device_vec.expand(len(jobs), -1) if self._device_vec is not None else None
         with torch.no_grad():

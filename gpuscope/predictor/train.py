@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -81,6 +81,10 @@ class TrainConfig:
     graph_stats: bool = True
     bounded_peaks: bool = False
     readout: str = "set2set"
+    #: False: the steps-per-epoch and total-steps entries of u are zeroed (issue 13: a
+    #: campaign that tunes steps per model leaks the model's speed through them); execution
+    #: time is then learnt per step (``exec_per_step``) and multiplied back.
+    steps_in_u: bool = True
     exec_per_step: bool = False
     fraction: float = 1.0
     finetune: str = "all"
@@ -104,6 +108,17 @@ class FitResult:
     history: list[dict[str, float]] = field(default_factory=list)
     best_val: float = float("nan")
     seconds: float = 0.0
+
+
+#: Indices of ``log10_steps_per_epoch`` and ``log10_total_steps`` in u (graphs.CONTEXT_FEATURES).
+STEP_CONTEXT = (2, 3)
+
+
+def steps_out_of_u(ctx: torch.Tensor) -> torch.Tensor:
+    """u with its steps entries zeroed (``TrainConfig.steps_in_u=False``)."""
+    ctx = ctx.clone()
+    ctx[:, list(STEP_CONTEXT)] = 0.0
+    return ctx
 
 
 def _epoch_loss(net: DriplePredictorNet, inp: NetInputs, rows: np.ndarray, y: torch.Tensor,
@@ -159,6 +174,8 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
         raise InputError(f"unknown --finetune {cfg.finetune!r}; expected all or head")
     if cfg.finetune == "head" and init_from is None:
         raise InputError("--finetune head needs --init-from (a trained source model)")
+    if not cfg.steps_in_u:
+        cfg = replace(cfg, exec_per_step=True)
     t0 = time.perf_counter()
     parts = splits if splits is not None else make_splits(data.labels, cfg.split, cfg.seed)
     parts = dict(parts)
@@ -174,6 +191,7 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
     y = torch.tensor(labels.transform(y_raw), dtype=torch.float32)
     oom, usable = (torch.as_tensor(a) for a in data.oom_labels())
     oom = oom.float()
+    ctx_all = steps_out_of_u(data.contexts) if not cfg.steps_in_u else data.contexts
     keys = data.labels["graph_key"].astype(str).tolist()
     train_keys = sorted({keys[i] for i in train_rows})
     if init_from is not None:
@@ -186,11 +204,11 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
                                                               for k in train_keys]))
         features = Standardizer(log=True).fit(torch.cat([data.graphs[k].x.float()
                                                          for k in train_keys]))
-        contexts = Standardizer(log=False).fit(data.contexts[torch.as_tensor(train_rows)])
+        contexts = Standardizer(log=False).fit(ctx_all[torch.as_tensor(train_rows)])
         devices = None
         if device_vectors is not None:
             devices = Standardizer(log=False).fit(device_vectors[torch.as_tensor(train_rows)])
-    inp = build_inputs(keys, data.graphs, data.contexts, features, contexts,
+    inp = build_inputs(keys, data.graphs, ctx_all, features, contexts,
                        device_vectors, devices, gstats=gstats)
     mcfg = ModelConfig(in_dim=int(inp.graphs[0].x.shape[1]), context_dim=int(inp.context.shape[1]),
                        n_targets=len(targets),
@@ -266,6 +284,7 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
                "lr": cfg.lr, "batch_size": cfg.batch_size,
                "init_from": init_from.device if init_from is not None else "",
                "finetune": cfg.finetune,
+               "steps_in_u": bool(cfg.steps_in_u),
                "targets_seen": [t for j, t in enumerate(targets)
                                 if np.isfinite(y_raw[train_rows, j]).any()]})
     return FitResult(bundle, parts, inp, history, best, seconds)

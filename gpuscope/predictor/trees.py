@@ -25,13 +25,15 @@ def pack_hgb(model: Any) -> dict[str, Any]:
             raise ValueError("only single-output boosting is packed")
         n = it[0].nodes
         roots.append(off)
-        feats.append(n["feature_idx"].astype(np.int64))
+        # compact dtypes (checkpoints stay small); thresholds keep float64 so that every
+        # decision is scikit-learn's exactly
+        feats.append(n["feature_idx"].astype(np.int16))
         thr.append(n["num_threshold"].astype(np.float64))
         miss.append(n["missing_go_to_left"].astype(bool))
-        left.append(n["left"].astype(np.int64) + off)
-        right.append(n["right"].astype(np.int64) + off)
+        left.append(n["left"].astype(np.int32) + off)
+        right.append(n["right"].astype(np.int32) + off)
         leaf.append(n["is_leaf"].astype(bool))
-        val.append(n["value"].astype(np.float64))
+        val.append(n["value"].astype(np.float32))
         depth = max(depth, int(n["depth"].max()) if len(n) else 0)
         off += len(n)
         if np.any(n["is_categorical"]):
@@ -41,10 +43,10 @@ def pack_hgb(model: Any) -> dict[str, Any]:
         return torch.as_tensor(np.concatenate(parts) if parts else np.zeros(0, dtype))
 
     base = float(np.asarray(model._baseline_prediction).ravel()[0])
-    return {"feature": cat(feats, np.int64), "threshold": cat(thr, np.float64),
-            "missing_left": cat(miss, bool), "left": cat(left, np.int64),
-            "right": cat(right, np.int64), "is_leaf": cat(leaf, bool),
-            "value": cat(val, np.float64), "roots": torch.as_tensor(np.array(roots, np.int64)),
+    return {"feature": cat(feats, np.int16), "threshold": cat(thr, np.float64),
+            "missing_left": cat(miss, bool), "left": cat(left, np.int32),
+            "right": cat(right, np.int32), "is_leaf": cat(leaf, bool),
+            "value": cat(val, np.float32), "roots": torch.as_tensor(np.array(roots, np.int64)),
             "depth": depth, "baseline": base}
 
 
@@ -56,11 +58,11 @@ def predict_packed(packed: dict[str, Any], X: np.ndarray) -> np.ndarray:
     out = np.full(len(X), float(packed["baseline"]))
     if roots.size == 0 or len(X) == 0:
         return out
-    feat = np.asarray(packed["feature"])
+    feat = np.asarray(packed["feature"]).astype(np.int64)
     thr = np.asarray(packed["threshold"])
     miss = np.asarray(packed["missing_left"])
     left, right = np.asarray(packed["left"]), np.asarray(packed["right"])
-    leaf, value = np.asarray(packed["is_leaf"]), np.asarray(packed["value"])
+    leaf, value = np.asarray(packed["is_leaf"]), np.asarray(packed["value"], np.float64)
     node = np.broadcast_to(roots, (len(X), roots.size)).copy()
     rows = np.arange(len(X))[:, None]
     for _ in range(int(packed["depth"]) + 1):

@@ -35,6 +35,7 @@ from gpuscope.predictor.physics import (
     GRAPH_FEATURES,
     RUNLEN_FEATURES,
 )
+from gpuscope.predictor.scaling import MinMaxLabels
 from gpuscope.predictor.v2data import PhysicsData
 
 TOTALS: tuple[str, ...] = GRAPH_FEATURES + DEVICE_FEATURES + CONTEXT_FEATURES + RUNLEN_FEATURES
@@ -76,14 +77,16 @@ def score_targets(pred: np.ndarray, true: np.ndarray, train_true: np.ndarray,
     for j, t in enumerate(targets):
         col = train_true[:, j][np.isfinite(train_true[:, j])]
         lo, hi = (float(col.min()), float(col.max())) if col.size else (0.0, 1.0)
-        if hi <= lo:
-            hi = lo + (100.0 if t.endswith("_peak") and t != "gpu_mem_peak" else 1.0)
+        if hi <= lo:  # constant on the training rows: one physical unit, as MinMaxLabels
+            hi = lo + MinMaxLabels._fallback_range(t)
         ok = np.isfinite(true[:, j]) & np.isfinite(pred[:, j])
         sq = ((pred[ok, j] - true[ok, j]) / (hi - lo)) ** 2
         out[f"nmse_{t}"] = float(sq.mean()) if sq.size else float("nan")
         allsq.append(sq)
     cat = np.concatenate(allsq) if allsq else np.array([])
-    out["nmse"] = float(cat.mean()) if cat.size else float("nan")
+    # over all targets only for a candidate that predicts every observed target
+    full = all(np.isfinite(pred[np.isfinite(true[:, j]), j]).all() for j in range(len(targets)))
+    out["nmse"] = float(cat.mean()) if cat.size and full else float("nan")
     out["mape_exec_pct"] = float("nan")
     if "exec_time_s" in targets:
         j = targets.index("exec_time_s")
@@ -124,9 +127,13 @@ def fit_candidate(name: str, train: PhysicsData, seed: int) -> Callable[[Physics
     if name in ("gbt-totals", "mlp-totals"):
         X = tr.frame[list(TOTALS)].to_numpy(np.float64)
         Z = np.log1p(np.clip(Y, 0, None))  # every target in log1p space, exec time included
+        # no prediction beyond 10x the largest training label (an MLP extrapolates wildly)
+        zmax = np.array([np.nanmax(c) if np.isfinite(c).any() else 0.0 for c in Z.T]) + \
+            np.log(10.0)
         if name == "mlp-totals":
             mlp = MaskedMLP(random_state=seed).fit(X, Z)
-            return lambda d: np.expm1(mlp.predict(d.frame[list(TOTALS)].to_numpy(np.float64)))
+            return lambda d: np.expm1(np.clip(mlp.predict(d.frame[list(TOTALS)].to_numpy(
+                np.float64)), 0, zmax))
         from sklearn.ensemble import HistGradientBoostingRegressor
         from threadpoolctl import threadpool_limits
 
@@ -141,8 +148,10 @@ def fit_candidate(name: str, train: PhysicsData, seed: int) -> Callable[[Physics
         def gbt(d: PhysicsData) -> np.ndarray:
             Xd = d.frame[list(TOTALS)].to_numpy(np.float64)
             with threadpool_limits(1):
-                return np.column_stack([np.expm1(m.predict(Xd)) if m is not None
-                                        else np.full(len(d), np.nan) for m in models])
+                return np.column_stack([np.expm1(np.clip(m.predict(Xd), 0, zmax[j]))
+                                        if m is not None
+                                        else np.full(len(d), np.nan)
+                                        for j, m in enumerate(models)])
         return gbt
     kinds = {"physics-gbt": "gbt", "physics-mlp": "mlp", "physics": "auto"}[name]
     m = HybridModel(targets=targets, kinds=kinds, random_state=seed)
@@ -152,11 +161,12 @@ def fit_candidate(name: str, train: PhysicsData, seed: int) -> Callable[[Physics
 
 def run_ablation(data: PhysicsData, seeds: tuple[int, ...] = (0, 1, 2),
                  models: tuple[str, ...] = ABLATION,
-                 extra: dict[str, Callable[[np.ndarray, np.ndarray, int], np.ndarray]]
+                 extra: dict[str, Callable[[dict[str, np.ndarray], int], np.ndarray]]
                  | None = None, progress: bool = False) -> pd.DataFrame:
     """Long table: one row per (model, seed) with ``score_targets`` of the test families.
-    ``extra`` adds candidates fitted outside this module (the GNNs): name → fn(train_rows,
-    test_rows, seed) → predictions of the test rows [n × T]."""
+    ``extra`` adds candidates fitted outside this module (the GNNs): name → fn(split, seed)
+    → predictions of ``split["test"]`` [n × T] (a GNN uses ``split["val"]`` for early
+    stopping; the other candidates train on train + val)."""
     from tqdm.auto import tqdm
 
     rows = []
@@ -166,7 +176,7 @@ def run_ablation(data: PhysicsData, seeds: tuple[int, ...] = (0, 1, 2),
         sp = family_split(data.groups(), seed)
         fit_rows = np.concatenate([sp["train"], sp["val"]])
         if extra and name in extra:
-            pred = extra[name](fit_rows, sp["test"], seed)
+            pred = extra[name](sp, seed)
         else:
             pred = fit_candidate(name, data.subset(fit_rows), seed)(data.subset(sp["test"]))
         sc = score_targets(pred, Y[sp["test"]], Y[fit_rows], data.targets)

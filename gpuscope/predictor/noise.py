@@ -1,0 +1,60 @@
+"""The label noise floor of an emulated dataset (issue 13's nMSE goal is relative to it).
+
+The same jobs on the same device, emulated twice with different trace seeds and labelled the
+same way (``gpuscope.emulator.synth_trace`` → ``gpuscope.profiling.labeling.label_trace``),
+disagree by the trace synthesis's randomness alone: no predictor can beat that disagreement.
+Per target, the floor is the MSE between the two labellings in the plain min-max space of the
+first one (seed 001's metric, as ``v2eval.score_targets``). The ``benchmarks/
+emulator_noise_floor.py`` figure of the emulator stage, when present, takes precedence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from gpuscope.jobs import JobSpec
+from gpuscope.predictor.physics import FeatureBuilder
+from gpuscope.resources import TARGETS
+
+
+def relabel(jobs: Sequence[JobSpec], device: str, seed: int,
+            builder: FeatureBuilder | None = None) -> pd.DataFrame:
+    """Labels of ``jobs`` emulated on ``device`` with trace seed ``seed``."""
+    from gpuscope.devices import get_device
+    from gpuscope.emulator import default_params, estimate, synth_trace
+    from gpuscope.emulator.runs import run_meta
+    from gpuscope.emulator.traces import PERIOD_S, effective_period
+    from gpuscope.profiling.labeling import label_trace
+
+    builder = builder or FeatureBuilder()
+    dev = get_device(device)
+    p = default_params()
+    rows = []
+    for j in jobs:
+        est = estimate(j, builder.graph_entry(j)[1], dev, p)
+        df, exec_s = synth_trace(est, j, dev, p, seed=seed, period_s=PERIOD_S)
+        period = effective_period(est, PERIOD_S, int(p.max_trace_samples))
+        rows.append(label_trace(df, run_meta(j, dev, est, exec_s, seed, period)))
+    return pd.DataFrame(rows)
+
+
+def noise_floor(jobs: Sequence[JobSpec], device: str, seeds: tuple[int, int] = (0, 1),
+                builder: FeatureBuilder | None = None) -> pd.DataFrame:
+    """``target, nmse`` between two trace seeds' labels of the same jobs."""
+    a, b = (relabel(jobs, device, s, builder) for s in seeds)
+    out = []
+    for t in TARGETS:
+        ya = pd.to_numeric(a[t], errors="coerce").to_numpy(np.float64)
+        yb = pd.to_numeric(b[t], errors="coerce").to_numpy(np.float64)
+        ok = np.isfinite(ya) & np.isfinite(yb)
+        lo, hi = (ya[ok].min(), ya[ok].max()) if ok.any() else (0.0, 1.0)
+        if hi <= lo:
+            from gpuscope.predictor.scaling import MinMaxLabels
+
+            hi = lo + MinMaxLabels._fallback_range(t)
+        out.append({"target": t, "nmse": float(np.mean(((ya[ok] - yb[ok]) / (hi - lo)) ** 2))
+                    if ok.any() else float("nan"), "rows": int(ok.sum())})
+    return pd.DataFrame(out)
