@@ -281,3 +281,20 @@ def test_bounded_outputs_stay_in_unit_interval_and_round_trip() -> None:
     assert ModelConfig.from_dict(cfg.to_dict()) == cfg
     old = {k: v for k, v in cfg.to_dict().items() if k != "bounded"}  # pre-`bounded` files
     assert ModelConfig.from_dict(old).bounded == ()
+
+
+def test_steps_kept_out_of_u_and_unseen_targets_are_nan() -> None:
+    """``steps_in_u=False``: predictions cannot depend on steps per epoch (issue 13's leakage
+    fix); a target never observed in training (a CPU dataset's GPU targets) is NaN."""
+    from gpuscope.predictor.data import job_from_row
+    from gpuscope.predictor.predict import Predictor
+
+    d = synthetic_dataset(n_jobs=16, max_nodes=10, unseen=0, noise=0.0, seed=3, gpu=False)
+    res = fit_predictor(d, TrainConfig(epochs=2, steps=2, hidden=16, progress=False,
+                                       steps_in_u=False))
+    assert res.bundle.train["steps_in_u"] is False
+    job = job_from_row(d.labels.iloc[0]).with_(steps_per_epoch=100, job_id="a")
+    p = Predictor(res.bundle, graphs=d.graphs)
+    out = p.predict([job, job.with_(steps_per_epoch=5000, job_id="b")])
+    assert out["exec_time_s"].iloc[0] == pytest.approx(out["exec_time_s"].iloc[1], rel=1e-6)
+    assert out["gpu_util_peak"].isna().all() and out["cpu_util_peak"].notna().all()

@@ -218,3 +218,21 @@ def test_cli_train_and_predict_flag_full_epoch_jobs(builder: FeatureBuilder, tmp
     assert main(["predict", "--model", str(model), "--jobs", str(queue), "-o",
                  str(queue)]) == 2
     assert main(["train", "--dataset", str(folder), "-o", str(model), "--kinds", "x"]) == 2
+
+
+def test_corpus_build_is_resumable(builder: FeatureBuilder, tmp_path) -> None:
+    from gpuscope.predictor.corpus import Arch, architectures, build_corpus
+    from gpuscope.predictor.v2data import load_physics
+
+    archs = architectures(per_arch=1, hf=False)
+    assert len({a.arch for a in archs}) == len(archs) >= 19  # every catalog model, once
+    small = [Arch("lenet", "lenet", "catalog", (_jobs()[0],)),
+             Arch("resnet20", "resnet", "catalog", (_jobs()[4],))]
+    s1 = build_corpus(tmp_path, ["v100", "t4"], small, progress=False, builder=builder)
+    assert (s1["architectures"], s1["rows"], s1["built_now"]) == (2, 4, 2)
+    s2 = build_corpus(tmp_path, ["v100", "t4"], small, progress=False, builder=builder)
+    assert (s2["built_now"], s2["resumed"]) == (0, 2)
+    data = load_physics([tmp_path / "corpus.parquet"])
+    assert len(data) == 4 and data.labels["provenance"].eq("emulated").all()
+    y = data.Y()[:, TARGETS.index("exec_time_s")]
+    assert np.allclose(y, data.frame["an_exec_s"].to_numpy())  # labels = the estimate

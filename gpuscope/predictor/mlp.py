@@ -93,7 +93,11 @@ class MaskedMLP(BaseEstimator):
         return self
 
     def _x(self, X: np.ndarray) -> np.ndarray:
-        return np.nan_to_num((np.asarray(X, np.float64) - self.x_mean_) / self.x_std_)
+        # clipped at ±5 σ: a feature nearly constant in training (a family's op share) must
+        # not push an unseen family's row to hundreds of σ, where a ReLU net extrapolates
+        # linearly without bound
+        return np.clip(np.nan_to_num((np.asarray(X, np.float64) - self.x_mean_) / self.x_std_),
+                       -5.0, 5.0)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         with torch_threads(1), torch.no_grad():

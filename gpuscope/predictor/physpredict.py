@@ -148,44 +148,68 @@ class PhysicsPredictor:
 
         get_device(self.device)  # InputError for an unknown device
         self.builder = builder or shared_builder(cache_dir)
+        self._cache: dict[str, dict[str, Any]] = {}
 
     @property
     def targets(self) -> tuple[str, ...]:
         return tuple(self.ckpt["targets"])
 
+    def _cached(self, jobs: Sequence[JobSpec], keys: list[tuple], device: str) -> np.ndarray:
+        """Row indices into this device's prediction cache for ``keys`` (computing the
+        missing ones: a long-lived predictor re-predicts a queue without the models)."""
+        c = self._cache.setdefault(device, {"index": {}, "parts": []})
+        index: dict[tuple, int] = c["index"]
+        todo: dict[tuple, int] = {}
+        for i, k in enumerate(keys):
+            if k not in index and k not in todo:
+                todo[k] = i
+        if todo:
+            ujobs = [jobs[i] for i in todo.values()]
+            frame = self.builder.frame(ujobs, [device] * len(ujobs))
+            steps = np.array([j.total_steps for j in ujobs], dtype=np.float64)
+            p = self.model.oom_proba(frame)
+            ok, why = self.model.domain(frame)
+            fits = frame["an_fits"].to_numpy(np.float64) > 0.5
+            c["parts"].append((self.model.predict(frame, steps), self.model.step_time(frame),
+                               p, (p > 0.5) | ~fits, ok, why))
+            base = len(index)
+            for n, k in enumerate(todo):
+                index[k] = base + n
+            c.pop("arrays", None)
+        if "arrays" not in c:
+            parts = c["parts"]
+            c["arrays"] = tuple(np.concatenate([pt[m] for pt in parts]) for m in range(5)) + \
+                (np.array([r for pt in parts for r in pt[5]], dtype=object),)
+        return np.fromiter((index[k] for k in keys), dtype=np.int64, count=len(keys))
+
+    def _frame(self, ids: list[str], device: str, rows: np.ndarray) -> pd.DataFrame:
+        y, step_s, p, oom, ok, why = self._cache[device]["arrays"]
+        df = pd.DataFrame(y[rows], columns=list(self.targets))
+        df.insert(0, "device", device)
+        df.insert(0, "job_id", ids)
+        df["step_s"] = step_s[rows]
+        df["oom_prob"] = p[rows]
+        df["oom"] = oom[rows]
+        df["in_domain"] = ok[rows]
+        df["domain_reason"] = why[rows]
+        return df
+
     def predict(self, jobs: Sequence[JobSpec], devices: Sequence[str] | None = None
                 ) -> pd.DataFrame:
-        """One row per job (per ``devices[i]`` when given; default this predictor's)."""
-        devs = list(devices) if devices is not None else [self.device] * len(jobs)
-        cols = ["job_id", "device", *self.targets, "step_s", "oom_prob", "oom", "in_domain",
-                "domain_reason"]
+        """One row per job, on this predictor's device (module docstring); ``devices``:
+        every job on each of these devices (a multi-device checkpoint), device-major."""
         if not jobs:
-            return pd.DataFrame(columns=cols)
-        keys = [(self.builder.graph_id(j), d, j.epochs, j.steps) for j, d in zip(jobs, devs,
-                                                                                  strict=True)]
-        first: dict[tuple, int] = {}
-        for i, k in enumerate(keys):
-            first.setdefault(k, i)
-        uniq = list(first.values())
-        pos = {k: i for i, k in enumerate(first)}
-        inv = np.array([pos[k] for k in keys], dtype=np.int64)
-        ujobs = [jobs[i] for i in uniq]
-        frame = self.builder.frame(ujobs, [devs[i] for i in uniq])
-        steps = np.array([j.total_steps for j in ujobs], dtype=np.float64)
-        y = self.model.predict(frame, steps)
-        step_s = self.model.step_time(frame)
-        p = self.model.oom_proba(frame)
-        ok, why = self.model.domain(frame)
-        fits = frame["an_fits"].to_numpy(np.float64) > 0.5
-        df = pd.DataFrame(y[inv], columns=list(self.targets))
-        df.insert(0, "device", devs)
-        df.insert(0, "job_id", [j.job_id if j.job_id is not None else j.key for j in jobs])
-        df["step_s"] = step_s[inv]
-        df["oom_prob"] = p[inv]
-        df["oom"] = ((p > 0.5) | ~fits)[inv]
-        df["in_domain"] = ok[inv]
-        df["domain_reason"] = [why[i] for i in inv]
-        return df[cols]
+            return pd.DataFrame(columns=self.columns)
+        keys = [(self.builder.graph_id(j), j.epochs, j.steps) for j in jobs]
+        ids = [j.job_id if j.job_id is not None else j.key for j in jobs]
+        frames = [self._frame(ids, d, self._cached(jobs, keys, d))
+                  for d in (devices if devices is not None else [self.device])]
+        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+    @property
+    def columns(self) -> list[str]:
+        return ["job_id", "device", *self.targets, "step_s", "oom_prob", "oom", "in_domain",
+                "domain_reason"]
 
     def predict_arrays(self, jobs: Sequence[JobSpec]) -> tuple[np.ndarray, np.ndarray]:
         df = self.predict(jobs)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -82,8 +82,9 @@ class TrainConfig:
     bounded_peaks: bool = False
     readout: str = "set2set"
     #: False: the steps-per-epoch and total-steps entries of u are zeroed (issue 13: a
-    #: campaign that tunes steps per model leaks the model's speed through them); execution
-    #: time is then learnt per step (``exec_per_step``) and multiplied back.
+    #: campaign that tunes steps per model leaks the model's speed through them). Combine
+    #: with ``exec_per_step`` only where the per-step time dominates the run (it does not in
+    #: the 4-second measured CPU epochs, whose start-up is most of the run).
     steps_in_u: bool = True
     exec_per_step: bool = False
     fraction: float = 1.0
@@ -174,8 +175,6 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
         raise InputError(f"unknown --finetune {cfg.finetune!r}; expected all or head")
     if cfg.finetune == "head" and init_from is None:
         raise InputError("--finetune head needs --init-from (a trained source model)")
-    if not cfg.steps_in_u:
-        cfg = replace(cfg, exec_per_step=True)
     t0 = time.perf_counter()
     parts = splits if splits is not None else make_splits(data.labels, cfg.split, cfg.seed)
     parts = dict(parts)

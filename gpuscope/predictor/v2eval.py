@@ -10,7 +10,8 @@ Over seeds: the mean and a 95 % Student-t interval (``ci95``).
 
 Candidates of the ablation (``ABLATION``), all on the same split:
 
-* ``analytic``: the emulator's estimate alone (execution time only);
+* ``analytic``: the emulator's estimate alone (execution time, and the peak rule on its
+  steady-state utilisations and memory for the four peaks);
 * ``gbt-totals`` / ``mlp-totals``: boosted trees / MLP on graph totals + context + device +
   run length (no analytic input);
 * ``physics-gbt`` / ``physics-mlp`` / ``physics``: the same learners on the corrections of
@@ -27,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from gpuscope.predictor.hybrid import HybridModel
+from gpuscope.predictor.hybrid import HybridModel, analytic_z, decode_targets, has_analytic
 from gpuscope.predictor.mlp import MaskedMLP
 from gpuscope.predictor.physics import (
     CONTEXT_FEATURES,
@@ -117,12 +118,13 @@ def fit_candidate(name: str, train: PhysicsData, seed: int) -> Callable[[Physics
     Y, steps = tr.Y(), tr.total_steps()
     targets = tr.targets
     if name == "analytic":
-        j = targets.index("exec_time_s")
+        cols = [j for j, t in enumerate(targets) if has_analytic(t)]
 
         def analytic(d: PhysicsData) -> np.ndarray:
-            out = np.full((len(d), len(targets)), np.nan)
-            out[:, j] = d.frame["an_exec_s"].to_numpy(np.float64)
-            return out
+            Z = np.full((len(d), len(targets)), np.nan)
+            for j in cols:
+                Z[:, j] = analytic_z(d.frame, targets[j])
+            return decode_targets(d.frame, Z, targets, d.total_steps())
         return analytic
     if name in ("gbt-totals", "mlp-totals"):
         X = tr.frame[list(TOTALS)].to_numpy(np.float64)
