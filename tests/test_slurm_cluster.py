@@ -135,7 +135,7 @@ def test_allocate_submit_collect_cli(cluster, tmp_path, capsys):
 
     out = str(tmp_path / "out")
     assert main(["allocate", "--jobs", "table8", "--cluster", str(EXAMPLE), "--policy", "ect",
-                 "--submit", "slurm", "--dry-workload", "--time-scale", "0.002",
+                 "--submit", "slurm", "--dry-workload", "--time-scale", "0.0002",
                  "--slurm-state-dir", cluster.root, "-o", out]) == 0
     assert "submitted 6 job(s)" in capsys.readouterr().out
     plan = pd.read_csv(Path(out) / "plan_ect_fifo.csv")

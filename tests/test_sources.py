@@ -77,13 +77,13 @@ def test_changed_model_same_file_gets_new_graph_and_prediction(tmp_path) -> None
     small = _job(_write(path, 32))
     key_small, cache_small = small.graph_key, GraphCache(tmp_path).path(small)
     pred = load_predictor(bundled("checkpoints") / "a100.pt", cache_dir=tmp_path)
-    p_small = pred.predict([small]).iloc[0, 2:].to_numpy(dtype=float)
+    p_small = pred.predict([small])[list(pred.targets)].iloc[0].to_numpy(dtype=float)
     big = _job(_write(path, 4096))  # same file name and job fields, other model
     assert big == small and big.graph_key != key_small
     assert GraphCache(tmp_path).path(big) != cache_small
     assert GraphCache(tmp_path).get_or_export(big).meta["param_count"] > 4096 * 3072
-    p_big = load_predictor(bundled("checkpoints") / "a100.pt",
-                           cache_dir=tmp_path).predict([big]).iloc[0, 2:].to_numpy(dtype=float)
+    p_big = load_predictor(bundled("checkpoints") / "a100.pt", cache_dir=tmp_path).predict(
+        [big])[list(pred.targets)].iloc[0].to_numpy(dtype=float)
     assert (p_small != p_big).any()
 
 
