@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+from pathlib import Path
 
 from gpuscope.errors import InputError
 
@@ -130,7 +131,7 @@ def submitted_line(sub, meta: dict, out: str) -> str:
     ids = sub["slurm_job_id"].tolist()
     scale = f", time scale {meta['time_scale']:.4g}" if meta.get("dry_workload") else ""
     return (f"submitted {len(ids)} job(s) to Slurm (ids {ids[0]}-{ids[-1]}){scale}; record "
-            f"{out}/{meta['record']}; read back with: gpuscope slurm collect -o {out}")
+            f"{Path(out) / meta['record']}; read back with: gpuscope slurm collect -o {out}")
 
 
 def _collect(args: argparse.Namespace) -> int:
