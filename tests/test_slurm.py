@@ -149,3 +149,43 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert len(err) == 1 and "no slurm_submission.json" in err[0]
     assert main(["slurm", "down", "--state-dir", str(tmp_path)]) == 2
     assert "no gpuscope Slurm cluster" in capsys.readouterr().err
+
+
+def test_job_commands(tmp_path):
+    import json
+    import sys
+
+    from gpuscope.jobs import JobSpec
+    from gpuscope.slurm.submit import Workload, _command
+
+    job = JobSpec("lenet", "cifar10", "sgd", 8, 1, steps_per_epoch=2, job_id="a")
+    row = {"job_id": "a", "gpu_type": "v100", "node": "v100-1", "gpus": 2, "duration_s": 300.0}
+    # the real job: its JobSpec written for the node, run by the workloads entry point
+    cmd = _command(row, Workload(jobs={"a": job}), 1.0, tmp_path)
+    assert cmd == f"{sys.executable} -m gpuscope.workloads.run --job {tmp_path / 'a.json'}"
+    assert JobSpec.from_dict(json.loads((tmp_path / "a.json").read_text())) == job
+    # a user template; a dry run sleeps the planned time x scale, at least 1 s
+    t = Workload(command="train --gpus {gpus} --node {node} {job_id} {device}")
+    assert _command(row, t, 1.0, tmp_path) == "train --gpus 2 --node v100-1 a v100"
+    assert _command(row, Workload(dry=True), 0.01, tmp_path) == "sleep 3.000"
+    assert _command(row, Workload(dry=True), 0.001, tmp_path) == "sleep 1.000"
+    with pytest.raises(InputError, match="unknown placeholder"):
+        _command(row, Workload(command="x {nope}"), 1.0, tmp_path)
+    with pytest.raises(InputError, match="--dry-workload, --command or --jobs"):
+        _command(row, Workload(), 1.0, tmp_path)
+
+
+def test_multi_node_rows(cfg):
+    plan = pd.DataFrame({"job_id": ["big", "small"], "node": ["v100-1;v100-2", "v100-2"],
+                         "gpus": [16, 2], "cpus": [160, 8], "mem_gb": [1024, 64],
+                         "start_s": [0.0, 5.0], "finish_s": [5.0, 6.0]})
+    df = place(plan, cfg)
+    script = script_text(df.iloc[0].to_dict(), "sleep 5", Path("/x/%j.out"))
+    for opt in ("--nodelist=v100-1,v100-2", "--nodes=2", "--gres=gpu:v100:8",
+                "--cpus-per-task=80", "--mem=524288M"):
+        assert f"#SBATCH {opt}\n" in script
+    assert dependencies(df) == [[], [0]]  # small shares v100-2 with big, after it
+    with pytest.raises(InputError, match="asks for 15 GPU"):
+        place(plan.assign(gpus=[15, 2]), cfg)
+    with pytest.raises(InputError, match="differ in GPU type"):
+        place(plan.assign(node=["a100-1;v100-2", "v100-2"]), cfg)
