@@ -189,3 +189,17 @@ def test_multi_node_rows(cfg):
         place(plan.assign(gpus=[15, 2]), cfg)
     with pytest.raises(InputError, match="differ in GPU type"):
         place(plan.assign(node=["a100-1;v100-2", "v100-2"]), cfg)
+
+
+def test_time_scale_flag():
+    from gpuscope.slurm.cli import time_scale
+    from gpuscope.slurm.submit import auto_scale
+
+    assert time_scale("auto") == "auto" and time_scale("auto:8") == "auto:8"
+    assert time_scale("0.5") == 0.5
+    for bad in ("auto:0", "auto:x", "-1", "fast"):
+        with pytest.raises(InputError):
+            time_scale(bad)
+    df = pd.DataFrame({"finish_s": [100.0, 400.0]})
+    assert auto_scale(df, 8.0) == 0.02 and auto_scale(df) == 0.15
+    assert auto_scale(pd.DataFrame({"finish_s": [4.0]})) == 1.0  # never slower than the plan

@@ -135,7 +135,7 @@ def test_allocate_submit_collect_cli(cluster, tmp_path, capsys):
 
     out = str(tmp_path / "out")
     assert main(["allocate", "--jobs", "table8", "--cluster", str(EXAMPLE), "--policy", "ect",
-                 "--submit", "slurm", "--dry-workload", "--time-scale", "0.0002",
+                 "--submit", "slurm", "--dry-workload", "--time-scale", "auto:8",
                  "--slurm-state-dir", cluster.root, "-o", out]) == 0
     assert "submitted 6 job(s)" in capsys.readouterr().out
     plan = pd.read_csv(Path(out) / "plan_ect_fifo.csv")
@@ -158,7 +158,7 @@ def test_mdrl_export_submit(tmp_path, capsys):
     try:
         out = str(tmp_path / "out")
         assert main(["mdrl", "export", "--cluster", "gist-aix", "--partitions", "A100,V100",
-                     "--submit", "slurm", "--dry-workload", "--time-scale", "0.000003",
+                     "--submit", "slurm", "--dry-workload", "--time-scale", "auto:8",
                      "--slurm-state-dir", state, "-o", out]) == 0
         assert "submitted 10 job(s)" in capsys.readouterr().out
         sub, res = collect(out, timeout_s=60, progress=False)

@@ -53,8 +53,8 @@ def add_submit_args(p: argparse.ArgumentParser, cluster: bool = False) -> None:
     p.add_argument("--dry-workload", action="store_true",
                    help="each job sleeps its planned time x --time-scale instead of running")
     p.add_argument("--time-scale", default="auto",
-                   help="wall seconds per planned second for --dry-workload (default auto: "
-                        "the planned makespan becomes 60 s)")
+                   help="wall seconds per planned second for --dry-workload; auto (default): "
+                        "the planned makespan becomes 60 s, auto:S: S seconds")
     p.add_argument("--command", default=None,
                    help="command template per job: {job_id} {job} {device} {node} {gpus}")
     if not cluster:
@@ -63,7 +63,13 @@ def add_submit_args(p: argparse.ArgumentParser, cluster: bool = False) -> None:
 
 
 def time_scale(text: str) -> float | str:
-    if text == "auto":
+    """``auto`` (planned makespan -> 60 s of wall time), ``auto:S`` (-> S s) or a number."""
+    if text == "auto" or text.startswith("auto:"):
+        try:
+            if text != "auto" and not float(text[5:]) > 0:
+                raise ValueError
+        except ValueError:
+            raise InputError(f"--time-scale auto:S needs S > 0 seconds, got {text!r}") from None
         return text
     try:
         v = float(text)

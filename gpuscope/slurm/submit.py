@@ -145,12 +145,12 @@ def dependencies(df: pd.DataFrame) -> list[list[int]]:
     return out
 
 
-def auto_scale(df: pd.DataFrame) -> float:
-    """Scale that maps the planned makespan onto ``AUTO_MAKESPAN_S`` of wall time (≤ 1)."""
+def auto_scale(df: pd.DataFrame, target_s: float = AUTO_MAKESPAN_S) -> float:
+    """Scale that maps the planned makespan onto ``target_s`` of wall time (≤ 1)."""
     span = float(df["finish_s"].max()) if df["finish_s"].notna().all() else float("nan")
     if not math.isfinite(span) or span <= 0:
         raise InputError("--time-scale auto needs planned start_s/finish_s (or duration_s)")
-    return min(1.0, AUTO_MAKESPAN_S / span)
+    return min(1.0, target_s / span)
 
 
 def script_text(row: Mapping[str, Any], command: str, log: Path) -> str:
@@ -220,7 +220,11 @@ def submit_plan(plan: pd.DataFrame, cfg: ClusterConfig, out: str | Path, workloa
     df = place(plan, cfg)
     scale = 1.0
     if workload.dry:
-        scale = auto_scale(df) if time_scale == "auto" else float(time_scale)
+        if isinstance(time_scale, str) and time_scale.startswith("auto"):
+            target = float(time_scale[5:]) if time_scale.startswith("auto:") else AUTO_MAKESPAN_S
+            scale = auto_scale(df, target)
+        else:
+            scale = float(time_scale)
         if not scale > 0:
             raise InputError(f"--time-scale must be > 0, got {time_scale}")
     out = Path(out)
