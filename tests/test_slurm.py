@@ -203,3 +203,12 @@ def test_time_scale_flag():
     df = pd.DataFrame({"finish_s": [100.0, 400.0]})
     assert auto_scale(df, 8.0) == 0.02 and auto_scale(df) == 0.15
     assert auto_scale(pd.DataFrame({"finish_s": [4.0]})) == 1.0  # never slower than the plan
+
+
+def test_down_without_permission_is_one_line(monkeypatch):
+    def deny(pid, sig):
+        raise PermissionError
+
+    monkeypatch.setattr(daemons.os, "kill", deny)
+    with pytest.raises(InputError, match="run `gpuscope slurm down` as root"):
+        daemons._signal(1, 15)

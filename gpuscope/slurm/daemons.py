@@ -343,6 +343,9 @@ def _signal(pid: int, sig: int) -> None:
         os.kill(pid, sig)
     except ProcessLookupError:
         pass
+    except PermissionError:
+        raise SlurmError(f"not allowed to stop pid {pid}: the local Slurm was started as root; "
+                         "run `gpuscope slurm down` as root") from None
     _reap(pid)
 
 
