@@ -107,6 +107,8 @@ def test_failed_up_stops_every_daemon(tmp_path):
         daemons.up(EXAMPLE, tmp_path / "s", timeout_s=0.0)
     st = daemons.load_state(tmp_path / "s")
     assert st is not None and st.pids and _live(st) == []
+    if Path(st.munge_dir).parent == Path("/run"):  # nothing left outside the state folder
+        assert not Path(st.munge_dir).exists()
 
 
 def test_cli_up_down(tmp_path, capsys):

@@ -242,6 +242,7 @@ def up(cluster_file: str | Path, state_dir: str | Path | None = None,
         _start_all(st, [s.name for s in cfg.servers], timeout_s)
     except BaseException:
         stop(st)
+        _cleanup(st)
         raise
     return st
 
