@@ -27,7 +27,9 @@ else:  # pragma: no cover
 
 #: Default catalog file; ``GPUSCOPE_DEVICES`` overrides it.
 DEFAULT_CATALOG: Path = bundled("devices.toml")
-ARCHS: tuple[str, ...] = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "hopper")
+ARCHS: tuple[str, ...] = (
+    "kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper",
+)
 #: x16 payload bandwidth per direction in GB/s by PCIe generation (PCI-SIG).
 PCIE_GBS: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0}
 

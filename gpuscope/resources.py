@@ -8,8 +8,8 @@
 | ``cpu_util``     | host CPU utilisation over all cores      | %    | 100                 |
 
 Per resource r the labels are ``r_burst_s`` (mean length in seconds of contiguous burst runs),
-``r_idle_s`` (same for idle runs) and ``r_peak`` (mean of samples above 90 % of capacity, 0 when
-none); then ``exec_time_s``. Seed 001 predicts execution time once per resource and sums the
+``r_idle_s`` (same for idle runs) and ``r_peak`` (95th percentile of the steady-state samples,
+issue 11; see ``gpuscope.profiling.labeling``); then ``exec_time_s``. Seed 001 predicts execution time once per resource and sums the
 four; one execution-time head is equivalent for every decision gpuscope makes.
 """
 
@@ -21,6 +21,8 @@ UNITS: dict[str, str] = {"gpu_util": "%", "gpu_mem_util": "%", "gpu_mem": "MB", 
 #: Fixed capacities; ``gpu_mem``'s capacity is the device's memory total (trace metadata).
 PERCENT_CAPACITY: float = 100.0
 PEAK_FRACTION: float = 0.9
+#: Quantile of the steady-state samples that is a resource's peak label (profiling.labeling).
+PEAK_QUANTILE: float = 0.95
 
 LABEL_STATS: tuple[str, ...] = ("burst_s", "idle_s", "peak")
 

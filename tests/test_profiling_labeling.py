@@ -46,7 +46,9 @@ def test_kmeans_known_durations_and_peak() -> None:
     row = label_trace(_trace(cpu_util=SERIES), _meta())
     assert row["cpu_util_burst_s"] == pytest.approx(2.0)
     assert row["cpu_util_idle_s"] == pytest.approx(1.0)
-    assert row["cpu_util_peak"] == pytest.approx((95 + 92 + 99 + 91 + 93) / 5)
+    # Peak = 95th percentile (linear) of the 14 samples, no memory series so all are steady:
+    # sorted ... 93, 95, 99; position 0.95 x 13 = 12.35 -> 95 + 0.35 x (99 - 95) = 96.4.
+    assert row["cpu_util_peak"] == pytest.approx(96.4)
     assert row["exec_time_s"] == 7.0 and row["status"] == "ok"
     for r in ("gpu_util", "gpu_mem_util", "gpu_mem"):  # absent sensors: NaN, never zeros
         assert all(math.isnan(row[f"{r}_{s}"]) for s in ("burst_s", "idle_s", "peak"))
@@ -64,14 +66,17 @@ def test_median_split_differs_where_expected() -> None:
 
 
 def test_gpu_memory_peak_uses_memory_total() -> None:
-    mem = [100.0, 100.0, 950.0, 990.0, 880.0, 100.0]  # capacity 1000 MB: peak (950+990)/2
+    # Steady state starts at the first sample >= 90 % of the memory maximum (891 MB): index 2.
+    # gpu_mem peak = 95th percentile of [950, 990, 880, 100]: sorted position 2.85 ->
+    # 950 + 0.85 x 40 = 984.
+    mem = [100.0, 100.0, 950.0, 990.0, 880.0, 100.0]
     df = _trace(gpu_util=[0, 0, 100, 100, 100, 0.0], gpu_mem_util=[0, 0, 50, 50, 50, 0.0],
                 gpu_mem=mem, cpu_util=[10.0] * 6)
     row = label_trace(df, _meta(mem_total_mb=1000.0))
-    assert row["gpu_mem_peak"] == pytest.approx(970.0)
+    assert row["gpu_mem_peak"] == pytest.approx(984.0)
     assert row["gpu_util_burst_s"] == pytest.approx(1.5) and row["gpu_util_peak"] == 100.0
     assert row["gpu_util_idle_s"] == pytest.approx(0.75)
-    assert row["gpu_mem_util_peak"] == 0.0  # nothing above 90 %: 0, not NaN
+    assert row["gpu_mem_util_peak"] == pytest.approx(50.0)  # continuous: no 90 % threshold
     # Constant CPU: one burst run covering the whole trace, no idle runs.
     assert row["cpu_util_burst_s"] == pytest.approx(3.0) and row["cpu_util_idle_s"] == 0.0
 
@@ -134,3 +139,17 @@ def test_labeling_speed_10k_samples() -> None:
     # Target 50 ms (benchmarks/profiling_labeling.py); 10x slack for a loaded CI machine.
     assert time.perf_counter() - t0 < 0.5
     assert row["gpu_util_burst_s"] == pytest.approx(40 / 6.0, rel=0.05)
+
+
+def test_peak_is_continuous_and_ignores_startup() -> None:
+    """Issue 11: a start-up burst (before the memory plateau) does not move the peak, and a
+    steady state at 89 % or 91 % labels 89 or 91 (the old threshold rule gave 0 or 91)."""
+    from gpuscope.profiling.labeling import steady_state_mask
+
+    for level in (89.0, 91.0):
+        gpu = [100.0, 100.0] + [level] * 10
+        mem = [300.0, 300.0] + [5000.0] * 10
+        df = _trace(gpu_util=gpu, gpu_mem_util=[10.0] * 12, gpu_mem=mem, cpu_util=[10.0] * 12)
+        assert steady_state_mask(df).tolist() == [False, False] + [True] * 10
+        row = label_trace(df, _meta(mem_total_mb=8000.0))
+        assert row["gpu_util_peak"] == pytest.approx(level)

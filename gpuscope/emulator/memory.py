@@ -1,16 +1,23 @@
-"""Device memory footprint of a training job (issue 4; seed 001 §4.2's out-of-memory runs).
+"""Device memory footprint of a training job (issue 4; issue 11 item 2; seed 001 §4.2).
 
-footprint = CUDA context + weights + gradients + optimizer state + activations + workspace:
+footprint = CUDA context + weights + gradients + optimizer state + saved activations
++ workspace:
 
-* weights and gradients: ``param_bytes`` each (FP32 training);
-* optimizer state: Adam keeps two more copies (first and second moments), SGD with momentum
-  one (the catalog's SGD uses momentum 0.9, ``gpuscope.workloads``); GANs hold two
-  optimizers, still one state per parameter;
-* activations: the forward-phase outputs the backward pass needs, read off the OpGraph that
-  was traced at the job's batch size, so they scale with the batch. Ops that allocate no new
-  tensor are skipped: parameters/inputs (``constant``), views (``data_movement``), and
-  in-place ops (aten names ending in ``_``, e.g. ``relu_``);
-* the caching allocator's fragmentation adds ``alloc_overhead`` to activations and gradients.
+* weights and gradients: ``param_bytes`` each (FP32 master weights; under AMP autocast keeps a
+  half-precision copy of the weights it casts, + ``param_bytes / 2``);
+* optimizer state: ``OPTIMIZER_COPIES`` parameter-sized buffers per optimizer (Adam/AdamW 2,
+  SGD with momentum 1 -- the catalog's ``sgd`` uses momentum 0.9 --, RMSprop 1 (+1 centred),
+  Adagrad 1, plain SGD 0);
+* activations: what autograd keeps for the backward pass. In the traced step a tensor is kept
+  for backward exactly when a backward-phase op reads it, so the saved set is read off the
+  OpGraph's edges: every forward op whose output feeds a backward op, resolved through views
+  to the op that allocated the storage, each storage counted once, parameters and the input
+  batch excluded (``saved_bytes``). The test suite checks it against
+  ``torch.autograd.graph.saved_tensors_hooks`` on a transformer layer. Graphs without
+  backward edges (e.g. some TensorFlow exports) fall back to every forward output that
+  allocates (``activation_bytes``);
+* the caching allocator's fragmentation adds ``alloc_overhead`` to activations and gradients;
+  cuDNN/cuBLAS workspace a constant.
 
 A job whose footprint exceeds the device's memory fails with status ``oom``.
 """
@@ -26,24 +33,62 @@ from gpuscope.emulator.params import EmulatorParams
 from gpuscope.graphs.opgraph import OpGraph
 
 MB = float(2**20)
-OPTIMIZER_COPIES: dict[str, int] = {"sgd": 1, "adam": 2}
+OPTIMIZER_COPIES: dict[str, int] = {
+    "sgd": 1, "momentum": 1, "adam": 2, "adamw": 2, "rmsprop": 1, "adagrad": 1, "none": 0,
+}
 _NO_ALLOC_CLASSES = frozenset({"constant", "data_movement", "control"})
+# Ops whose output aliases their input's storage (no allocation).
+VIEW_OPS = frozenset({
+    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "squeeze",
+    "unsqueeze", "slice", "select", "alias", "as_strided", "detach", "split", "chunk", "narrow",
+    "unbind", "flatten", "view_as", "expand_as", "split_with_sizes", "Reshape", "Identity",
+    "Squeeze", "ExpandDims", "Transpose", "_reshape_alias", "unfold", "diagonal",
+})
+
+
+def op_base(op: str) -> str:
+    """``aten.relu_.default`` -> ``relu_``; framework op names unchanged."""
+    parts = op.split(".")
+    return parts[1] if len(parts) >= 2 and parts[0] == "aten" else parts[0]
 
 
 def is_inplace(op: str) -> bool:
     """True for aten in-place ops (``aten.relu_.default``): they allocate no output."""
-    parts = op.split(".")
-    base = parts[1] if len(parts) >= 2 and parts[0] == "aten" else parts[0]
+    base = op_base(op)
     return base.endswith("_") and not base.startswith("_")
 
 
 def activation_bytes(graph: OpGraph) -> float:
-    """Bytes of forward-phase outputs kept for the backward pass (see the module docstring)."""
+    """Upper bound: every forward output that allocates (the fallback of ``saved_bytes``)."""
     sizes = [
         n.out_bytes for n in graph.nodes
         if n.phase == "forward" and n.op_class not in _NO_ALLOC_CLASSES and not is_inplace(n.op)
     ]
     return float(np.sum(sizes)) if sizes else 0.0
+
+
+def saved_bytes(graph: OpGraph) -> float:
+    """Bytes autograd keeps for the backward pass (see the module docstring): forward outputs
+    read by backward ops, resolved through views and in-place ops to the allocating op."""
+    nodes = graph.nodes
+    preds: dict[int, list[int]] = {}
+    for s, d in graph.edges:
+        preds.setdefault(d, []).append(s)
+    fwd_to_bwd = {s for s, d in graph.edges
+                  if nodes[s].phase == "forward" and nodes[d].phase == "backward"}
+    if not fwd_to_bwd:
+        return activation_bytes(graph)
+
+    def storage(i: int) -> int:
+        seen = 0
+        while (op_base(nodes[i].op) in VIEW_OPS or is_inplace(nodes[i].op)) and preds.get(i) \
+                and seen < 64:
+            # an in-place op writes its first input; a view aliases it
+            i, seen = preds[i][0], seen + 1
+        return i
+
+    roots = {storage(i) for i in fwd_to_bwd}
+    return float(sum(nodes[i].out_bytes for i in roots if nodes[i].op_class != "constant"))
 
 
 def param_bytes(graph: OpGraph) -> float:
@@ -77,24 +122,29 @@ class MemoryFootprint:
 
 
 def footprint(graph: OpGraph, optimizer: str, device: DeviceSpec,
-              params: EmulatorParams) -> MemoryFootprint:
+              params: EmulatorParams, precision: str = "fp32") -> MemoryFootprint:
     """Memory footprint of a training step of ``graph`` with ``optimizer`` on ``device``."""
-    return footprint_from_sizes(param_bytes(graph), activation_bytes(graph), optimizer, device,
-                                params)
+    return footprint_from_sizes(param_bytes(graph), saved_bytes(graph), optimizer, device,
+                                params, precision)
 
 
 def footprint_from_sizes(
     param_bytes: float, act_bytes: float, optimizer: str, device: DeviceSpec,
-    params: EmulatorParams,
+    params: EmulatorParams, precision: str = "fp32",
 ) -> MemoryFootprint:
-    """The footprint from parameter and activation bytes (see the module docstring)."""
+    """The footprint from parameter and saved-activation bytes (see the module docstring).
+    ``act_bytes`` is the FP32 trace's; under AMP the saved tensors are mostly half precision
+    (``params.amp_act_factor`` of the FP32 bytes: softmax/norm/loss outputs stay FP32)."""
     over = 1.0 + params.alloc_overhead
+    amp = precision.startswith("amp")
+    act = act_bytes * (params.amp_act_factor if amp else 1.0)
+    weights = param_bytes * (1.5 if amp else 1.0)
     return MemoryFootprint(
         context_mb=params.context_mb,
-        weights_mb=param_bytes / MB,
+        weights_mb=weights / MB,
         grads_mb=param_bytes * over / MB,
         optimizer_mb=OPTIMIZER_COPIES.get(optimizer, 1) * param_bytes / MB,
-        activations_mb=act_bytes * over / MB,
+        activations_mb=act * over / MB,
         workspace_mb=params.workspace_mb,
         capacity_mb=device.mem_mb,
     )

@@ -70,6 +70,6 @@ def multi_gpu_time(
     est = estimate(job, graph, device, p)
     if est.status != "ok":
         return float("inf")
-    grad_bytes = est.memory.weights_mb * 2**20
+    grad_bytes = est.memory.grads_mb / (1.0 + p.alloc_overhead) * 2**20
     startup = min(est.startup_s, float(t1))
     return startup + (float(t1) - startup) / speedup(est.iter_s, grad_bytes, device, g, p)

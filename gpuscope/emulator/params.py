@@ -19,6 +19,9 @@ from typing import Any
 from gpuscope.errors import InputError
 
 CALIBRATION_FILE: Path = Path(__file__).with_name("calibration.json")
+#: Version of the emulator's model; bump on any change to performance, memory or traces
+#: (the bundled emulated datasets record it; ``gpuscope.emulator.bundle``).
+EMULATOR_VERSION: str = "2.0"
 
 
 def _default_class_eff() -> dict[str, float]:
@@ -42,6 +45,14 @@ def _default_cpu_ms() -> dict[str, float]:
     return {"imagenet": 6.0, "cifar10": 0.12, "mnist": 0.05}
 
 
+def _default_cpu_ms_kind() -> dict[str, float]:
+    # By dataset kind when the dataset has no entry above: decoded images by pixel count
+    # (JPEG decode + augmentation of a 256x256 photo ~3 ms), token/sequence/tabular batches
+    # are index lookups into tensors already in memory (~10 us per sample); RL frames come
+    # from an emulator step (Atari ALE ~0.2 ms per frame with preprocessing).
+    return {"image": 3.0, "tokens": 0.01, "sequence": 0.01, "tabular": 0.005, "frames": 0.2}
+
+
 @dataclass(frozen=True)
 class EmulatorParams:
     """All tunable constants of the performance model (see the module docstring).
@@ -62,6 +73,10 @@ class EmulatorParams:
             loop synchronises every step (``loss.item()``, the loader's batch hand-off), so
             the GPU waits this long before the next step's first kernel (fitted).
         cpu_ms_per_sample: input pipeline cost per sample by dataset (reference core ms).
+        cpu_ms_per_kind: the same by dataset kind, for datasets not named above.
+        cpu_ms_default: the same for anything else.
+        amp_act_factor: saved-activation bytes under AMP over those of the FP32 trace (most
+            saved tensors are half precision; softmax, norm statistics and losses stay FP32).
         h2d_eff: achievable fraction of PCIe bandwidth for the batch copy.
         startup_s: process start, framework import and CUDA context creation.
         autotune_s_per_conv: cuDNN autotuning per forward convolution at start-up.
@@ -89,6 +104,9 @@ class EmulatorParams:
     dispatch_us: float = 12.0
     step_sync_ms: float = 5.0
     cpu_ms_per_sample: dict[str, float] = field(default_factory=_default_cpu_ms)
+    cpu_ms_per_kind: dict[str, float] = field(default_factory=_default_cpu_ms_kind)
+    cpu_ms_default: float = 0.05
+    amp_act_factor: float = 0.6
     h2d_eff: float = 0.7
     startup_s: float = 6.0
     autotune_s_per_conv: float = 0.03

@@ -1,26 +1,34 @@
-"""Per-iteration time, utilisations and execution time of a job on a device (issue 4).
+"""Per-iteration time, utilisations and execution time of a job on a device (issues 4, 11).
 
-GPU time of one training step (a roofline per op, summed over the OpGraph)::
+GPU time of one training step (a roofline per kernel, summed over the OpGraph)::
 
     t_gpu = sum_i max(flops_i / (peak_i * eff_class(i) * eff_arch * fill_i),
                       bytes_i / (bw * eff_bw * eff_arch * fill_i)) + launch
           + batch bytes / (PCIe * eff_h2d)
 
-``peak_i`` is the FP32 peak, or the TF32 tensor-core peak for convolutions on Ampere and later
-(PyTorch's cuDNN default); ``fill_i = n / (n + SMs * fill_threads_per_sm)`` for an op with n
-output elements: a small kernel cannot occupy a big GPU. The host runs in parallel:
+**Parallelism from work** (issue 11): ``fill_i = w_i / (w_i + SMs * fill_threads_per_sm)``
+where ``w_i`` is the number of elements the kernel touches, inputs and outputs
+(``bytes_accessed / dtype_bytes``), not its output size: a reduction or a loss with a scalar
+output reads its whole input with one thread per element (a tree reduction), an optimizer
+update touches parameters, gradients and state; a GEMM's tiles cover its operands. A scalar
+loss therefore costs microseconds, and a reduction's time grows with its input.
 
-* the main thread dispatches every op (``dispatch_us`` per op on a reference core) and
-  synchronises once per step (``step_sync_ms``: ``loss.item()``, the loader's hand-off),
-  a serial gap before the next step's first kernel;
-* the input pipeline prepares the next batch: ``cpu_ms_per_sample * batch / (cores * speed)``.
+``peak_i`` by precision (``JobSpec.precision``; ``fp32`` when the job has none):
 
-One iteration lasts ``max(max(t_gpu, t_dispatch) + t_sync, t_pipeline)``; when the host is the slower side,
-the GPU idles, which is how seed 001 Table 1's CPU bottleneck on the RTX 2070 machine shows up
-(low GPU utilisation at similar memory). NVML's utilization.gpu is the busy fraction
-``t_gpu / t_iter``, utilization.memory the fraction of time the memory is being read or
-written. Execution time = start-up (CUDA context, cuDNN autotuning, weights upload) + epochs x
-(steps x t_iter + evaluation + checkpoint) + expected input-pipeline stalls.
+* ``fp32``: FP32 peak; convolutions use the TF32 tensor cores on Ampere and later (cuDNN's
+  default in PyTorch), matmuls do not (``allow_tf32`` is off by default);
+* ``tf32``: convolutions and matmuls on the TF32 tensor-core peak (Ampere and later);
+* ``amp-fp16``: convolutions and matmuls on the FP16 tensor-core peak (Volta and later), all
+  activation traffic halved; ``amp-bf16``: the same on Ampere and later (no BF16 tensor cores
+  before: FP32 rate); the optimizer update stays FP32.
+
+Host, in parallel: the main thread dispatches every op (``dispatch_us`` per op on a reference
+core) and synchronises once per step (``step_sync_ms``); the input pipeline prepares the next
+batch (``cpu_ms_per_sample * batch / (cores * speed)``). One iteration lasts
+``max(max(t_gpu, t_dispatch) + t_sync, t_pipeline)``; NVML's utilization.gpu is the busy
+fraction ``t_gpu / t_iter``, utilization.memory the memory-busy fraction. Execution time =
+start-up (CUDA context, cuDNN autotuning, weights upload) + epochs x (steps x t_iter +
+evaluation + checkpoint) + expected input-pipeline stalls.
 """
 
 from __future__ import annotations
@@ -32,23 +40,30 @@ import numpy as np
 
 from gpuscope.devices import DeviceSpec
 from gpuscope.emulator.memory import (
+    OPTIMIZER_COPIES,
+    VIEW_OPS,
     MemoryFootprint,
-    activation_bytes,
     footprint_from_sizes,
+    op_base,
     param_bytes,
+    saved_bytes,
 )
 from gpuscope.emulator.params import EmulatorParams, default_params
 from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
 from gpuscope.jobs import JobSpec
 
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 _CLASS_INDEX = {c: i for i, c in enumerate(OP_CLASSES)}
 _NO_KERNEL_CLASSES = frozenset({"constant", "control"})
-_VIEW_OPS = frozenset({
-    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "squeeze",
-    "unsqueeze", "slice", "select", "alias", "as_strided", "detach", "split", "chunk", "narrow",
-    "unbind", "flatten", "view_as", "expand_as", "split_with_sizes", "Reshape", "Identity",
-    "Squeeze", "ExpandDims", "Transpose",
-})
+_TF32_ARCHS = frozenset({"ampere", "ada", "hopper"})
+_VIEW_OPS = VIEW_OPS  # kept for importers of the old name
+_op_base = op_base
+
+
+def job_precision(job: JobSpec) -> str:
+    """The job's precision (``fp32`` for jobs without the field)."""
+    p = str(getattr(job, "precision", "fp32") or "fp32")
+    return p if p in PRECISIONS else "fp32"
 
 
 def _winograd_convs(graph: OpGraph) -> set[int]:
@@ -64,14 +79,12 @@ def _winograd_convs(graph: OpGraph) -> set[int]:
     return out
 
 
-def _op_base(op: str) -> str:
-    parts = op.split(".")
-    return parts[1] if len(parts) >= 2 and parts[0] == "aten" else parts[0]
-
-
 @dataclass(frozen=True)
 class GraphCost:
-    """Device-independent arrays of one OpGraph's kernels (built once, reused per device)."""
+    """Device-independent arrays of one OpGraph's kernels (built once, reused per device).
+
+    ``work``: elements each kernel touches (its parallelism); ``scalar``: kernels with a
+    scalar (<= 1 element) output; ``activation_bytes``: saved-for-backward bytes."""
 
     flops: np.ndarray
     bytes: np.ndarray
@@ -87,13 +100,17 @@ class GraphCost:
     param_bytes: float
     activation_bytes: float
     batch_size: int
+    work: np.ndarray | None = None
+    is_mm: np.ndarray | None = None
+    optimizer: np.ndarray | None = None
+    scalar: np.ndarray | None = None
 
     @classmethod
     def from_graph(cls, graph: OpGraph, batch_size: int | None = None) -> GraphCost:
         wino = _winograd_convs(graph)
         kern_idx = [
             i for i, n in enumerate(graph.nodes)
-            if n.op_class not in _NO_KERNEL_CLASSES and _op_base(n.op) not in _VIEW_OPS
+            if n.op_class not in _NO_KERNEL_CLASSES and op_base(n.op) not in VIEW_OPS
         ]
         kern = [graph.nodes[i] for i in kern_idx]
         dispatch = [n for n in graph.nodes if n.op_class not in _NO_KERNEL_CLASSES]
@@ -103,10 +120,11 @@ class GraphCost:
             [n.bytes_accessed if n.bytes_accessed is not None else 2.0 * n.out_bytes for n in kern],
             dtype=np.float64,
         )
+        numel = np.array([max(1, n.numel) for n in kern], dtype=np.float64)
+        dtb = np.array([max(1, n.dtype_bytes) for n in kern], dtype=np.float64)
         bs = batch_size or int(graph.meta.get("batch_size") or 1)
         return cls(
-            flops=flops, bytes=byts,
-            numel=np.array([max(1, n.numel) for n in kern], dtype=np.float64),
+            flops=flops, bytes=byts, numel=numel,
             cls=np.array([_CLASS_INDEX.get(n.op_class, _CLASS_INDEX["other"]) for n in kern]),
             is_conv_fp32=np.array([n.op_class == "conv" and n.dtype_bytes >= 4 for n in kern], dtype=bool),
             is_half=np.array([n.dtype_bytes <= 2 and n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
@@ -115,8 +133,12 @@ class GraphCost:
             n_dispatch=len(dispatch),
             n_dispatch_forward=sum(1 for n in dispatch if n.phase == "forward"),
             n_conv_forward=sum(1 for n in kern if n.op_class == "conv" and n.phase == "forward"),
-            param_bytes=param_bytes(graph), activation_bytes=activation_bytes(graph),
+            param_bytes=param_bytes(graph), activation_bytes=saved_bytes(graph),
             batch_size=bs,
+            work=np.maximum(numel, byts / dtb),
+            is_mm=np.array([n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
+            optimizer=np.array([n.phase == "optimizer" for n in kern], dtype=bool),
+            scalar=np.array([n.numel <= 1 for n in kern], dtype=bool),
         )
 
 
@@ -152,27 +174,72 @@ class Estimate:
         return 0.0 if self.status != "ok" else self.batch_size / self.iter_s
 
 
-def gpu_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams) -> tuple[float, float, float]:
-    """(GPU busy time, its forward-phase part, memory-busy time) of one step, seconds."""
+def _mm_rate(cost: GraphCost, device: DeviceSpec, params: EmulatorParams, precision: str,
+             rate: np.ndarray) -> np.ndarray:
+    """Compute rate of conv/matmul kernels under ``precision`` (module docstring)."""
+    is_mm = cost.is_mm if cost.is_mm is not None else cost.is_conv_fp32
+    tf32 = device.tf32_tflops * 1e12 * params.tensor_eff
+    fp16 = device.tensor_tflops * 1e12 * params.tensor_eff
+    if precision == "fp32" and device.tf32_tflops > 0:
+        rate = np.where(cost.is_conv_fp32, np.maximum(rate, tf32), rate)
+    elif precision == "tf32" and device.tf32_tflops > 0:
+        rate = np.where(is_mm, np.maximum(rate, tf32), rate)
+    elif precision == "amp-fp16" and device.tensor_tflops > 0:
+        rate = np.where(is_mm, np.maximum(rate, fp16), rate)
+    elif precision == "amp-bf16" and device.arch in _TF32_ARCHS and device.tensor_tflops > 0:
+        rate = np.where(is_mm, np.maximum(rate, fp16), rate)
+    if device.tensor_tflops > 0:  # a graph traced in half precision
+        rate = np.where(cost.is_half, np.maximum(rate, fp16), rate)
+    return rate
+
+
+def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
+                 precision: str = "fp32") -> tuple[np.ndarray, np.ndarray]:
+    """(time, memory-busy time) of every kernel of one step, seconds (module docstring)."""
     arch = params.arch_eff.get(device.arch, 1.0)
     ceff = np.array([params.class_eff.get(c, params.class_eff.get("other", 0.3)) for c in OP_CLASSES])
-    rate = device.fp32_tflops * 1e12 * ceff[cost.cls]
-    if device.tf32_tflops > 0:
-        rate = np.where(cost.is_conv_fp32,
-                        np.maximum(rate, device.tf32_tflops * 1e12 * params.tensor_eff), rate)
-    if device.tensor_tflops > 0:
-        rate = np.where(cost.is_half, device.tensor_tflops * 1e12 * params.tensor_eff, rate)
+    rate = _mm_rate(cost, device, params, precision, device.fp32_tflops * 1e12 * ceff[cost.cls])
     rate = np.where(cost.winograd, rate * params.winograd_speedup, rate)
-    fill = cost.numel / (cost.numel + device.sm_count * params.fill_threads_per_sm)
+    work = cost.work if cost.work is not None else cost.numel
+    fill = work / (work + device.sm_count * params.fill_threads_per_sm)
+    byts = cost.bytes
+    if precision.startswith("amp") and cost.optimizer is not None:
+        byts = np.where(cost.optimizer, byts, 0.5 * byts)  # half-precision activations
     t_flop = cost.flops / (rate * arch * fill)
-    t_mem = cost.bytes / (device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill)
-    t_op = np.maximum(t_flop, t_mem) + params.launch_us * 1e-6
+    t_mem = byts / (device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill)
+    return np.maximum(t_flop, t_mem) + params.launch_us * 1e-6, t_mem
+
+
+def gpu_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
+              precision: str = "fp32") -> tuple[float, float, float]:
+    """(GPU busy time, its forward-phase part, memory-busy time) of one step, seconds."""
+    t_op, t_mem = kernel_times(cost, device, params, precision)
     return float(t_op.sum()), float(t_op[cost.forward].sum()), float(t_mem.sum())
 
 
+def scalar_fraction(cost: GraphCost, device: DeviceSpec, params: EmulatorParams | None = None,
+                    precision: str = "fp32") -> float:
+    """Fraction of the step's GPU time spent in kernels with a scalar output (issue 11)."""
+    p = params or default_params()
+    t_op, _ = kernel_times(cost, device, p, precision)
+    if cost.scalar is None or t_op.sum() <= 0:
+        return 0.0
+    return float(t_op[cost.scalar].sum() / t_op.sum())
+
+
 def input_bytes_per_sample(job: JobSpec) -> float:
-    c, h, w = job.dataset_spec.sample_shape
-    return 4.0 * c * h * w
+    """Bytes of one input sample copied to the device (FP32 elements of the sample shape)."""
+    shape = tuple(getattr(job.dataset_spec, "sample_shape", ()) or ())
+    return 4.0 * float(np.prod(shape)) if shape else 4.0
+
+
+def cpu_ms_per_sample(job: JobSpec, params: EmulatorParams) -> float:
+    """Input-pipeline cost of one sample (reference-core ms): by dataset name, else by the
+    dataset's kind (``params.cpu_ms_per_kind``), else ``params.cpu_ms_default``."""
+    if job.dataset in params.cpu_ms_per_sample:
+        return params.cpu_ms_per_sample[job.dataset]
+    kind = str(getattr(job.dataset_spec, "kind", "") or "")
+    return params.cpu_ms_per_kind.get(kind, params.cpu_ms_default)
 
 
 def estimate(
@@ -182,14 +249,16 @@ def estimate(
     """Emulate ``job`` on ``device`` from its training-step graph (see the module docstring)."""
     p = params or default_params()
     cost = graph if isinstance(graph, GraphCost) else GraphCost.from_graph(graph, job.batch_size)
-    mem = footprint_from_sizes(cost.param_bytes, cost.activation_bytes, job.optimizer, device, p)
+    prec = job_precision(job)
+    mem = footprint_from_sizes(cost.param_bytes, cost.activation_bytes, job.optimizer, device, p,
+                               prec)
     speed = device.host_single_core
-    t_gpu, t_fwd, t_mem = gpu_times(cost, device, p)
+    t_gpu, t_fwd, t_mem = gpu_times(cost, device, p, prec)
     t_h2d = job.batch_size * input_bytes_per_sample(job) / (device.pcie_gbs * 1e9 * p.h2d_eff)
     t_gpu += t_h2d
     t_dispatch = cost.n_dispatch * p.dispatch_us * 1e-6 / speed
     cores = device.host_pipeline_cores
-    cpu_per_iter = job.batch_size * p.cpu_ms_per_sample.get(job.dataset, 1.0) * 1e-3 / speed
+    cpu_per_iter = job.batch_size * cpu_ms_per_sample(job, p) * 1e-3 / speed
     t_pipe = cpu_per_iter / cores
     t_sync = p.step_sync_ms * 1e-3 / speed
     iter_s = max(max(t_gpu, t_dispatch) + t_sync, t_pipe)
@@ -205,7 +274,7 @@ def estimate(
     eval_steps = max(1, math.ceil(p.eval_fraction * steps))
     eval_iter = max(t_fwd + t_h2d, cost.n_dispatch_forward * p.dispatch_us * 1e-6 / speed, t_pipe)
     eval_s = eval_steps * eval_iter
-    ckpt_s = 0.2 + cost.param_bytes * (1 + (2 if job.optimizer == "adam" else 1)) / (p.ckpt_gbs * 1e9)
+    ckpt_s = 0.2 + cost.param_bytes * (1 + OPTIMIZER_COPIES.get(job.optimizer, 1)) / (p.ckpt_gbs * 1e9)
     train_s = job.epochs * (steps * iter_s + eval_s + ckpt_s)
     stall = p.stall_rate_per_min * train_s / 60.0 * p.stall_s
     if mem.fits:

@@ -2,8 +2,9 @@
 
 A run is a sequence of phases, each sampled every ``period_s`` (seed 001 §2.2: 1/6 s):
 
-* **start-up** (process start, CUDA context, cuDNN autotuning, weights upload): one host core
-  busy, device memory ramping to context + weights, autotuning kernels as bursts at the end;
+* **start-up** (process start and imports, CUDA context, weights upload, cuDNN autotuning):
+  one host core busy; device memory 0, then the context, then ramping to context + weights;
+  autotuning at the end (GPU busy, memory + workspace trials), deterministic;
 * per epoch, **training**: the GPU is busy the first ``t_gpu/t_iter`` of every step (step
   lengths jittered by ``iter_jitter``), so the sampled utilisation is the exact busy fraction
   of each window (a slow host shows as low utilisation, or as on/off samples when a step is
@@ -131,15 +132,24 @@ def synth_trace(
     cpu = np.full(n, one_core)
     mem = np.full(n, est.memory.total_mb)
 
-    # Start-up: memory ramps to context + weights, autotuning bursts in the last fifth.
+    # Start-up as a real PyTorch run shows it (NVML at 6 Hz): process start and imports (one
+    # core busy, nothing on the GPU), CUDA context creation (memory steps to the context),
+    # weights upload (memory ramps to context + weights), then cuDNN/cuBLAS autotuning in the
+    # last fifth: the GPU busy benchmarking candidate algorithms, memory at context + weights
+    # + workspace trials. Deterministic (no random levels): the start-up is below the
+    # training footprint, so the labeler's steady-state window excludes it.
     st = kind == STARTUP
     frac = np.clip(tau / max(est.startup_s, 1e-9), 0.0, 1.0)
     base_mb = est.memory.context_mb + est.memory.weights_mb
-    mem[st] = base_mb * np.minimum(1.0, frac[st] * 1.25)
+    ctx = est.memory.context_mb
+    mem[st] = np.where(frac[st] < 0.4, 0.0,
+                       np.where(frac[st] < 0.6, ctx,
+                                ctx + (base_mb - ctx) * np.clip((frac[st] - 0.6) / 0.2, 0.0, 1.0)))
     tune = st & (frac > 0.8)
-    gpu[tune] = rng.uniform(20.0, 100.0, int(tune.sum()))
-    memu[tune] = gpu[tune] * 0.3
-    cpu[st] = one_core * rng.uniform(0.8, 1.0, int(st.sum()))
+    gpu[tune] = 90.0
+    memu[tune] = 90.0 * 0.3
+    mem[tune] = base_mb + min(est.memory.workspace_mb, 0.5 * est.memory.activations_mb)
+    cpu[st] = one_core
 
     tr = kind == TRAIN
     if tr.any():

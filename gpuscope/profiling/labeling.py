@@ -8,8 +8,16 @@ Per resource r present in the trace:
 * ``r_burst_s`` / ``r_idle_s`` = mean length in seconds of the contiguous runs of burst / idle
   samples (run-length encoding in numpy; a sample lasts until the next one, the last one a
   median period);
-* ``r_peak`` = mean of the samples above 90 % of the resource's capacity (100 % for the
-  percentages, ``mem_total_mb`` for ``gpu_mem``), 0 when there are none;
+* ``r_peak`` = the steady-state peak: the ``PEAK_QUANTILE`` (95th) percentile of the
+  resource's samples in the run's steady state (:func:`steady_state_mask`: from the first
+  sample at which device memory reaches 90 % of its maximum -- the training footprint is
+  allocated during the first step -- to the end; the whole run when the trace has no memory
+  series). Issue 11: seed 001's "mean of the samples above 90 % of capacity, 0 when there are
+  none" is discontinuous at 90 % (a run at 89 % labels 0, one at 91 % labels 91) and counts
+  start-up bursts, so two runs of the same job could get labels 90 points apart; the
+  quantile is continuous in the samples, ignores the start-up and isolated spikes, and
+  equals the old value on a saturated resource. The same rule applies to measured and
+  emulated traces;
 
 then ``exec_time_s`` (wall clock of the run). Resources absent from the trace give NaN, and
 non-``ok`` runs keep NaN targets except ``exec_time_s`` (design.md, Labels).
@@ -29,7 +37,7 @@ from gpuscope.errors import InputError
 from gpuscope.jobs import TABLE3_CNNS, TABLE3_GENERATIVE
 from gpuscope.profiling.ledger import job_graph_key, trace_paths
 from gpuscope.profiling.trace import TraceMeta, read_trace
-from gpuscope.resources import PEAK_FRACTION, RESOURCES, TARGETS, capacity
+from gpuscope.resources import PEAK_FRACTION, PEAK_QUANTILE, RESOURCES, TARGETS, capacity
 
 METHODS: tuple[str, ...] = ("kmeans", "median")
 IDENTITY_COLUMNS: tuple[str, ...] = (
@@ -124,23 +132,54 @@ def run_lengths(mask: np.ndarray, durations: np.ndarray) -> tuple[np.ndarray, np
     return lengths[values], lengths[~values]
 
 
+def steady_state_mask(df: pd.DataFrame) -> np.ndarray:
+    """True for the samples of the run's steady state: from the first sample at which
+    ``gpu_mem`` reaches ``PEAK_FRACTION`` of its maximum to the end (all samples when the
+    trace has no usable memory series)."""
+    n = len(df)
+    if "gpu_mem" not in df.columns:
+        return np.ones(n, dtype=bool)
+    m = df["gpu_mem"].to_numpy(dtype=np.float64)
+    if not np.isfinite(m).any() or np.nanmax(m) <= 0:
+        return np.ones(n, dtype=bool)
+    first = int(np.argmax(np.nan_to_num(m, nan=-1.0) >= PEAK_FRACTION * np.nanmax(m)))
+    out = np.zeros(n, dtype=bool)
+    out[first:] = True
+    return out
+
+
+def robust_peak(x: np.ndarray, steady: np.ndarray | None = None) -> float:
+    """The ``PEAK_QUANTILE`` percentile of the steady-state samples (NaN dropped; all samples
+    when the steady state has none)."""
+    x = np.asarray(x, dtype=np.float64)
+    if steady is not None and steady.shape == x.shape:
+        sub = x[steady & ~np.isnan(x)]
+        if sub.size:
+            return float(np.quantile(sub, PEAK_QUANTILE))
+    x = x[~np.isnan(x)]
+    return float(np.quantile(x, PEAK_QUANTILE)) if x.size else math.nan
+
+
 def resource_stats(
-    t: np.ndarray, x: np.ndarray, cap: float, period_s: float, method: str = "kmeans"
+    t: np.ndarray, x: np.ndarray, cap: float, period_s: float, method: str = "kmeans",
+    steady: np.ndarray | None = None,
 ) -> dict[str, float]:
-    """``burst_s``, ``idle_s``, ``peak`` of one resource's series (NaN samples dropped)."""
+    """``burst_s``, ``idle_s``, ``peak`` of one resource's series (NaN samples dropped);
+    ``steady`` marks the steady-state samples for the peak (module docstring). ``cap`` is
+    kept for callers; the peak no longer thresholds on it."""
     x = np.asarray(x, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
     keep = ~np.isnan(x)
     if not keep.any():
         return {"burst_s": math.nan, "idle_s": math.nan, "peak": math.nan}
+    peak = robust_peak(x, steady)
     t, x = t[keep], x[keep]
     mask = burst_mask(x, method)
     bursts, idles = run_lengths(mask, sample_durations(t, period_s))
-    high = x[x > PEAK_FRACTION * cap]
     return {
         "burst_s": float(bursts.mean()) if bursts.size else 0.0,
         "idle_s": float(idles.mean()) if idles.size else 0.0,
-        "peak": float(high.mean()) if high.size else 0.0,
+        "peak": peak,
     }
 
 
@@ -169,13 +208,15 @@ def label_trace(df: pd.DataFrame, meta: TraceMeta, method: str = "kmeans") -> di
     if meta.status != "ok" or len(df) == 0:
         return row
     t = df["t_s"].to_numpy(dtype=np.float64)
+    steady = steady_state_mask(df)
     for r in RESOURCES:
         if r not in df.columns:
             continue
         if r == "gpu_mem" and not meta.mem_total_mb:
             continue  # no capacity known: peak undefined, leave the targets NaN
         cap = capacity(r, meta.mem_total_mb)
-        stats = resource_stats(t, df[r].to_numpy(dtype=np.float64), cap, meta.sample_period_s, method)
+        stats = resource_stats(t, df[r].to_numpy(dtype=np.float64), cap, meta.sample_period_s, method,
+                               steady)
         for s, v in stats.items():
             row[f"{r}_{s}"] = v
     return row

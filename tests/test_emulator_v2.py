@@ -1,0 +1,153 @@
+"""Emulator v2 properties (issue 11, Tests): kernel parallelism from work, saved-for-backward
+memory, precision, fit/OOM facts, FLOPs against PyTorch's counter."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch import nn
+
+from gpuscope.devices import get_device, load_catalog
+from gpuscope.emulator import EmulatorParams
+from gpuscope.emulator.memory import footprint_from_sizes, saved_bytes
+from gpuscope.emulator.perf import GraphCost, gpu_times, kernel_times
+from gpuscope.graphs.opgraph import OpGraph, OpNode
+from gpuscope.graphs.torch_frontend import trace_train_step
+from gpuscope.jobs import JobSpec
+
+P = EmulatorParams()
+
+
+def one_op(op: str, klass: str, in_numel: int, out_numel: int) -> GraphCost:
+    """A graph of one kernel reading ``in_numel`` FP32 elements and writing ``out_numel``."""
+    nodes = [OpNode("input:0", "Input", "constant", (in_numel,), in_numel, 4, 0.0, 0.0, "data"),
+             OpNode("k", op, klass, (out_numel,) if out_numel > 1 else (), out_numel, 4,
+                    float(in_numel), 4.0 * (in_numel + out_numel), "forward")]
+    return GraphCost.from_graph(OpGraph("one", nodes, [(0, 1)], {"batch_size": 1}), 1)
+
+
+def test_reduction_time_grows_with_input() -> None:
+    for dev in ("k80", "v100", "h100"):
+        d = get_device(dev)
+        times = [float(kernel_times(one_op("aten.sum.default", "reduction", n, 1), d, P)[0][0])
+                 for n in (10**4, 10**6, 10**8)]
+        assert times[0] < times[1] < times[2]
+        # 10^8 FP32 elements = 400 MB read: bandwidth-bound, within 2x of bytes / (bw x eff)
+        ideal = 4e8 / (d.mem_bw_gbs * 1e9 * P.bw_eff)
+        assert ideal < times[2] < 2 * ideal
+
+
+def test_scalar_loss_costs_microseconds_everywhere() -> None:
+    # cross-entropy of a (64, 1000) batch reduced to a scalar
+    cost = one_op("aten.nll_loss_forward.default", "loss", 64 * 1000, 1)
+    for d in load_catalog().values():
+        t = float(kernel_times(cost, d, P)[0][0])
+        assert t < 60e-6, (d.name, t)
+
+
+def _layer_and_batch(device: str) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(0)
+    m = nn.ModuleDict({"enc": nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, batch_first=True),
+                       "head": nn.Linear(64, 10)}).to(device)
+    x = torch.randn(8, 16, 64, device=device) if device == "cpu" else torch.empty(8, 16, 64, device=device)
+    y = torch.zeros(8, dtype=torch.long, device=device)
+    return m, x, y
+
+
+def test_transformer_layer_saved_bytes_match_autograd() -> None:
+    # Reference: what autograd packs on CPU (saved_tensors_hooks), storages counted once,
+    # parameters and the input batch excluded.
+    m, x, y = _layer_and_batch("cpu")
+    skip = {p.untyped_storage().data_ptr() for p in m.parameters()} | {x.untyped_storage().data_ptr()}
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        s = t.untyped_storage()
+        if s.data_ptr() not in skip:
+            seen[s.data_ptr()] = s.nbytes()
+        return t
+
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    # the meta trace runs attention's math path (no fused kernel on meta): compare like with like
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), sdpa_kernel(SDPBackend.MATH):
+        nn.functional.cross_entropy(m["head"](m["enc"](x).mean(1)), y)
+    ref = sum(seen.values())
+    mm, xm, ym = _layer_and_batch("meta")
+    opt = torch.optim.SGD(mm.parameters(), lr=0.1)
+
+    def step(b: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(mm["head"](mm["enc"](b[0]).mean(1)), b[1])
+        loss.backward()
+        opt.step()
+        return loss
+
+    g = trace_train_step(step, (xm, ym), mm, [opt])
+    # measured gap 6 % (the meta trace's math attention scales q and k separately)
+    assert saved_bytes(g) == pytest.approx(ref, rel=0.08)
+
+
+def test_flops_match_pytorch_flop_counter() -> None:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(16 * 8 * 8, 10))
+    x, y = torch.randn(4, 3, 8, 8), torch.zeros(4, dtype=torch.long)
+    with FlopCounterMode(display=False) as fc:
+        nn.functional.cross_entropy(net(x), y).backward()
+    ref = fc.get_total_flops()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+    def step(b: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(net(b[0]), b[1])
+        loss.backward()
+        opt.step()
+        return loss
+
+    g = trace_train_step(step, (x, y), net, [opt])
+    ours = sum(n.flops or 0.0 for n in g.nodes if n.op_class in ("conv", "matmul"))
+    assert ours == pytest.approx(ref, rel=0.02)
+
+
+@pytest.fixture(scope="module")
+def resnet50_b16() -> GraphCost:
+    from gpuscope.graphs.export import export_graph
+
+    return GraphCost.from_graph(export_graph(JobSpec("resnet50", "imagenet", "sgd", 16, 1)), 16)
+
+
+@pytest.mark.slow
+def test_fit_and_oom_facts(resnet50_b16: GraphCost) -> None:
+    """Seed 001 §4.2: ResNet-50/ImageNet at batch 64 does not fit the 8 GB GTX 1080 and RTX
+    2070 and trains on the 12 GB Titan X. NVIDIA's ResNet-50 v1.5 recipe (DeepLearningExamples)
+    trains FP32 at batch 112 on a 16 GB V100 and TF32 at batch 256 on an 80 GB A100.
+    Activations scale linearly with the batch (from the traced batch 16)."""
+    c = resnet50_b16
+
+    def fits(dev: str, batch: int, opt: str = "sgd", prec: str = "fp32") -> bool:
+        d = get_device(dev) if dev != "a100-80" else dataclasses.replace(get_device("a100"), mem_gb=80.0)
+        return footprint_from_sizes(c.param_bytes, c.activation_bytes * batch / 16, opt, d, P, prec).fits
+
+    for opt in ("sgd", "adam"):
+        assert not fits("gtx1080", 64, opt) and not fits("rtx2070", 64, opt)
+        assert fits("titanx", 64, opt)
+    assert fits("v100", 112) and fits("a100-80", 256, prec="tf32")
+    assert not fits("v100", 256)
+    # Known miss (docs/emulator.md): NVIDIA also trains AMP at batch 256 on the 16 GB V100;
+    # the emulator's AMP footprint (0.6 x the FP32 saved bytes) puts that at ~18 GB.
+
+
+def test_precision_ordering_on_ampere_and_later(resnet50_b16: GraphCost) -> None:
+    for name in ("a100", "a100-pcie-40gb", "h100", "h100-pcie", "a10", "l4"):
+        d = get_device(name)
+        t = {p: gpu_times(resnet50_b16, d, P, p)[0] for p in ("fp32", "tf32", "amp-bf16", "amp-fp16")}
+        assert t["amp-bf16"] <= t["tf32"] <= t["fp32"], (name, t)
+        assert t["amp-fp16"] == pytest.approx(t["amp-bf16"])
+    v = get_device("v100")  # Volta: FP16 tensor cores, no TF32/BF16
+    tv = {p: gpu_times(resnet50_b16, v, P, p)[0] for p in ("fp32", "tf32", "amp-bf16", "amp-fp16")}
+    assert tv["amp-fp16"] < tv["fp32"] and tv["tf32"] == pytest.approx(tv["fp32"])
+    assert tv["amp-fp16"] < tv["amp-bf16"] <= tv["fp32"]  # BF16: half traffic, FP32 math
