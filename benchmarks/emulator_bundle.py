@@ -5,38 +5,56 @@ Per device: ``gpuscope emulate`` (campaigns/emulated-table3.toml + emulated-tabl
 steps per epoch, seed 0) into ``runs/emulated/<device>/``, then the profiling stage's
 ``build_dataset`` unchanged (labels, encoded graphs through the graph cache, vocabulary fitted
 on the dataset's graphs -- the same 272 graphs, hence the same vocabulary, on every device;
-no raw traces). Usage: python benchmarks/emulator_bundle.py [DEVICES]
+no raw traces). Each manifest records the emulator version and the sha256 of every graph
+(``gpuscope.emulator.bundle``; tests/test_emulator_bundle.py fails when they no longer match
+the code). Graphs are exported afresh into ``--cache`` (default: a new folder under
+runs/emulated) so a stale graph cache can never leak into the bundle.
+Usage: python benchmarks/emulator_bundle.py [DEVICES] [--cache DIR]
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 from gpuscope.devices import parse_device_list
 from gpuscope.emulator import CostCache, default_params, emulate_campaign
+from gpuscope.emulator.bundle import graph_fingerprint, stamp_manifest
+from gpuscope.emulator.params import EMULATOR_VERSION
 from gpuscope.graphs import GraphCache
 from gpuscope.profiling import build_dataset, load_campaign
 
-DEVICES = "gtx1080,rtx2070,titanx,v100,t4,a100,h100"
+DEVICES = "gtx1080,rtx2070,titanx,v100,t4,a100,h100,a100-pcie-80gb,h100-pcie,l4,a10"
 
 
 def main() -> None:
-    devices = parse_device_list(sys.argv[1] if len(sys.argv) > 1 else DEVICES)
+    import argparse
+    import shutil
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("devices", nargs="?", default=DEVICES)
+    ap.add_argument("--cache", default="runs/emulated/graph-cache")
+    args = ap.parse_args()
+    devices = parse_device_list(args.devices)
     jobs = [j for c in ("table3", "table4")
             for j in load_campaign(f"campaigns/emulated-{c}.toml").jobs]
-    cache = GraphCache()
+    cache = GraphCache(args.cache)
     costs = CostCache(source=cache.get_or_export)
+    fps = {j.graph_key: graph_fingerprint(cache.get_or_export(j)) for j in jobs}
+    print(f"{len(fps)} graphs, emulator {EMULATOR_VERSION}", flush=True)
     t0 = time.perf_counter()
     for dev in devices:
+        runs = Path("runs/emulated") / dev.name
+        shutil.rmtree(runs, ignore_errors=True)  # a bundle is never resumed from older runs
         summary = emulate_campaign(jobs, [dev], "runs/emulated", seed=0, params=default_params(),
                                    costs=costs)
         print(dev.name, summary, f"{time.perf_counter() - t0:.0f}s", flush=True)
-        build_dataset([Path("runs/emulated") / dev.name], Path("datasets/emulated") / dev.name,
-                      traces="none", notes=["emulated by gpuscope.emulator (docs/emulator.md, "
-                                            "benchmarks/emulator_bundle.py), seed 0, 100 steps "
-                                            "per epoch (campaigns/emulated-table3/4.toml)"])
+        out = Path("datasets/emulated") / dev.name
+        build_dataset([runs], out, traces="none", cache_dir=args.cache,
+                      notes=[f"emulated by gpuscope.emulator {EMULATOR_VERSION} (docs/emulator.md, "
+                             "benchmarks/emulator_bundle.py), seed 0, 100 steps per epoch "
+                             "(campaigns/emulated-table3/4.toml)"])
+        stamp_manifest(out, fps)
         print(dev.name, "dataset built", f"{time.perf_counter() - t0:.0f}s", flush=True)
 
 

@@ -104,6 +104,7 @@ class GraphCost:
     is_mm: np.ndarray | None = None
     optimizer: np.ndarray | None = None
     scalar: np.ndarray | None = None
+    half_traced: bool = False
 
     @classmethod
     def from_graph(cls, graph: OpGraph, batch_size: int | None = None) -> GraphCost:
@@ -139,6 +140,7 @@ class GraphCost:
             is_mm=np.array([n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
             optimizer=np.array([n.phase == "optimizer" for n in kern], dtype=bool),
             scalar=np.array([n.numel <= 1 for n in kern], dtype=bool),
+            half_traced=any(n.dtype_bytes == 2 and n.op_class in ("conv", "matmul") for n in kern),
         )
 
 
@@ -203,7 +205,7 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     work = cost.work if cost.work is not None else cost.numel
     fill = work / (work + device.sm_count * params.fill_threads_per_sm)
     byts = cost.bytes
-    if precision.startswith("amp") and cost.optimizer is not None:
+    if precision.startswith("amp") and cost.optimizer is not None and not cost.half_traced:
         byts = np.where(cost.optimizer, byts, 0.5 * byts)  # half-precision activations
     t_flop = cost.flops / (rate * arch * fill)
     t_mem = byts / (device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill)
@@ -229,7 +231,10 @@ def scalar_fraction(cost: GraphCost, device: DeviceSpec, params: EmulatorParams 
 
 def input_bytes_per_sample(job: JobSpec) -> float:
     """Bytes of one input sample copied to the device (FP32 elements of the sample shape)."""
-    shape = tuple(getattr(job.dataset_spec, "sample_shape", ()) or ())
+    spec = job.dataset_spec
+    if hasattr(spec, "sample_bytes"):
+        return float(spec.sample_bytes)
+    shape = tuple(getattr(spec, "sample_shape", ()) or ())
     return 4.0 * float(np.prod(shape)) if shape else 4.0
 
 
@@ -250,8 +255,9 @@ def estimate(
     p = params or default_params()
     cost = graph if isinstance(graph, GraphCost) else GraphCost.from_graph(graph, job.batch_size)
     prec = job_precision(job)
+    # a graph traced under autocast already holds half-precision activations and weight casts
     mem = footprint_from_sizes(cost.param_bytes, cost.activation_bytes, job.optimizer, device, p,
-                               prec)
+                               "fp32" if cost.half_traced else prec)
     speed = device.host_single_core
     t_gpu, t_fwd, t_mem = gpu_times(cost, device, p, prec)
     t_h2d = job.batch_size * input_bytes_per_sample(job) / (device.pcie_gbs * 1e9 * p.h2d_eff)
