@@ -24,7 +24,7 @@ from gpuscope.emulator.params import EMULATOR_VERSION
 from gpuscope.graphs import GraphCache
 from gpuscope.profiling import build_dataset, load_campaign
 
-DEVICES = "gtx1080,rtx2070,titanx,v100,t4,a100,h100,a100-pcie-80gb,h100-pcie,l4,a10"
+DEVICES = "gtx1080,rtx2070,titanx,v100,t4,a100,h100"  # new SKUs: pass them explicitly
 
 
 def main() -> None:

@@ -1,4 +1,11 @@
-"""Emulator fidelity against real measurements published by others (issue 4, item 4).
+"""Emulator fidelity against real measurements published by others (issues 4 and 11).
+
+Issue 11: every Gavel job type (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN,
+A3C; gpuscope.workloads.models_gavel) at every batch size on K80/P100/V100 -- absolute steps/s,
+V100/K80 and P100/K80 ratios, 2/4/8-GPU scaling --, the AlexNet tables, ANDREAS's
+data_server.csv (device order) and the measured CPU dataset; a per-family table (fit or held
+out, gpuscope.emulator.fidelity) and the final line
+``fidelity: worst held-out family median |log ratio| = X (target 0.15); device order correct P %``.
 
 Prints, for Gavel's measured throughputs (data/gavel/simulation_throughputs.json; K80, P100,
 V100) and the AlexNet table (data/gpuscheduler/data_2d10d_filtered.csv; GTX 1080Ti, M60, K80,
@@ -23,6 +30,7 @@ GPUScheduler authors, on their hardware).
 from __future__ import annotations
 
 import argparse
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -35,19 +43,21 @@ from gpuscope.emulator.calibrate import (
     fit_arch_eff,
     fit_device,
     fit_multi_gpu,
+    fit_published,
     fit_step_sync,
     load_alexnet,
     load_gavel,
     log_errors,
     median_abs,
 )
-from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams
+from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams, default_params
 from gpuscope.emulator.perf import GraphCost, estimate
 from gpuscope.external import data_dir
 from gpuscope.graphs import GraphCache
 from gpuscope.jobs import JobSpec
 
 TARGET = 0.15
+PROVENANCE = 'fitted (benchmarks/emulator_fidelity.py --write): kepler/pascal/volta on Gavel ResNet-50 1-GPU steps/s, step_sync_ms on Gavel ResNet-18 P100, overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling; tensor_eff on V100 AMP ResNet-50 1200 img/s, ampere on A100-80GB TF32 938 / AMP 2470 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch README, 21.03), hopper on H100 SXM = 2x A100 SXM for vision training (Lambda H100 analysis), turing on T4/V100 forward-throughput ratios 415/1261 FP32 and 1198/3382 AMP (same NVIDIA README); ada = ampere (assumed, no measurement)'
 
 
 def resnet18_cifar_cost(batch: int) -> GraphCost:
@@ -222,6 +232,67 @@ def report(name: str, err: np.ndarray) -> str:
     return f"{name:<48} n={err.size:3d}  median|log|={m:.3f}  target {TARGET} ({m / TARGET:.2f}x)"
 
 
+def andreas_order(path: Path) -> tuple[int, int]:
+    """ANDREAS's data_server.csv: TESLA vs TURING execution time of the same job (1 GPU). The
+    GPU models are not named; the check is the order only, mapping TESLA -> v100 and
+    TURING -> t4 (assumed). Returns (agreeing, total) job pairs, with the emulator ranking
+    a compute-bound job by device peak throughput x architecture efficiency."""
+    d = pd.read_csv(path)
+    d = d[d.GpuNumber == 1].pivot_table(index="Jobs", columns="GpuType", values="ExecutionTime")
+
+    p = default_params()
+    v, t = get_device("v100"), get_device("t4")
+    emu_faster_tesla = v.fp32_tflops * p.arch_eff["volta"] > t.fp32_tflops * p.arch_eff["turing"]
+    agree = int(((d["TESLA"] < d["TURING"]) == emu_faster_tesla).sum())
+    return agree, len(d)
+
+
+def families(gavel: pd.DataFrame, cache: GraphCache, alex: pd.DataFrame, params: EmulatorParams,
+             data: Path) -> None:
+    """Issue 11's per-family table and the final line (see the module docstring)."""
+    from gpuscope.emulator.fidelity import (
+        FIT_FAMILIES,
+        comparisons,
+        family_table,
+        gavel_points,
+        order_agreement,
+    )
+
+    def r50(b: int) -> GraphCost:
+        return GraphCost.from_graph(cache.get_or_export(JobSpec("resnet50", "imagenet", "sgd", b, 1)), b)
+
+    single, multi = gavel_points(gavel, r50)
+    comp = comparisons(single, multi, params)
+    order = order_agreement(single, params)
+    al = alexnet_table(alex, cache, params)
+    nref = al[al.device != "gtx1080ti"]
+    extra = pd.DataFrame({"family": "AlexNet (GPUScheduler)", "kind": "ratio",
+                          "what": nref.device, "measured": nref.ratio_measured,
+                          "emulated": nref.ratio_emulated, "log_err": nref.log_err_ratio})
+    comp = pd.concat([comp, extra], ignore_index=True)
+    orders = []
+    for (b, ep), grp in al.groupby(["batch", "epochs"]):
+        for (_, x), (_, y) in itertools.combinations(grp.iterrows(), 2):
+            orders.append({"family": "AlexNet (GPUScheduler)", "job": f"b{b}-e{ep}",
+                           "pair": f"{x.device}/{y.device}",
+                           "correct": (x.measured_s < y.measured_s) == (x.emulated_s < y.emulated_s)})
+    order = pd.concat([order, pd.DataFrame(orders)], ignore_index=True)
+    table = family_table(comp, order)
+    pd.set_option("display.width", 160)
+    print("\n== per family: median |log(emulated/measured)| (abs steps/s, device ratios, "
+          "multi-GPU scaling, all), device order correct ==")
+    print("fit families:", "; ".join(f"{k}: {v}" for k, v in FIT_FAMILIES.items()))
+    print(table.round(3).to_string(index=False))
+    agree, n = andreas_order(data / "gpuscheduler" / "data_server.csv")
+    print(f"ANDREAS data_server.csv (TESLA->v100, TURING->t4 assumed): device order agrees on "
+          f"{agree}/{n} jobs")
+    held = table[table.fit == "held out"]
+    worst = held.loc[held.median_abs_log.idxmax()]
+    pct = 100.0 * float(order.correct.mean())
+    print(f"fidelity: worst held-out family median |log ratio| = {worst.median_abs_log:.3f} "
+          f"({worst.family}) (target {TARGET}); device order correct {pct:.1f} %")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(data_dir()))
@@ -240,6 +311,8 @@ def main() -> None:
     r18_fit = [p for p in r18 if p.device.name == "p100"]
     r18_test = [p for p in r18 if p.device.name != "p100"]
     fitted = fit_multi_gpu(m50, fit_step_sync(r18_fit, fit_arch_eff(r50, prior)))
+    r50_64 = next(p.cost for p in r50 if p.label == "resnet50-b64")
+    fitted = fit_published(r50_64, fitted)  # issue 11: tensor cores, Turing/Ampere/Hopper
     print("provenance: emulated vs measured (Gavel; GPUScheduler AlexNet)")
     print("fitted arch_eff:", {k: round(v, 3) for k, v in fitted.arch_eff.items() if k in ("kepler", "pascal", "volta")},
           f"step_sync_ms={fitted.step_sync_ms:.1f} overlap={fitted.overlap:.3f} link_eff={fitted.link_eff:.3f}")
@@ -268,9 +341,10 @@ def main() -> None:
                               "ResNet-18 K80/V100 (held out)": r18_test}, prior, fitted)
     print("\n== measured datasets (datasets/measured/) ==")
     measured_calibration(Path(__file__).resolve().parents[1] / "datasets" / "measured", cache, fitted)
+    families(gavel, cache, load_alexnet(data / "gpuscheduler" / "data_2d10d_filtered.csv"),
+             fitted, data)
     if args.write:
-        fitted.save(CALIBRATION_FILE, provenance="fitted to measured Gavel ResNet-50 throughputs "
-                    "(benchmarks/emulator_fidelity.py --write)")
+        fitted.save(CALIBRATION_FILE, provenance=PROVENANCE)
         print(f"\nwrote {CALIBRATION_FILE}")
 
 

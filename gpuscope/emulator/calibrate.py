@@ -157,3 +157,54 @@ def load_alexnet(path: str | Path) -> pd.DataFrame:
         "device": d["GpuType"].map(names), "epochs": d["Epochs"], "batch_size": d["Batchsize"],
         "images": d["Images"], "exec_time_s": d["ExecutionTime"],
     }).reset_index(drop=True)
+
+
+#: Published single-GPU ResNet-50 v1.5 throughputs (img/s), GPU-bound (DALI), issue 11:
+#: NVIDIA DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md (NGC
+#: 21.03): DGX-1 V100 16GB AMP 1200; DGX A100 80GB TF32 938, AMP 2470; its inference tables
+#: (batch 256): V100 FP32 1261 / AMP 3382, T4 FP32 415 / AMP 1198. Lambda, "NVIDIA H100
+#: Tensor Core GPU - Deep Learning Performance Analysis": H100 SXM ~2x A100 SXM on vision.
+PUBLISHED_R50: dict[str, float] = {
+    "v100_amp": 1200.0, "a100_tf32": 938.0, "a100_amp": 2470.0, "v100_fwd_fp32": 1261.0,
+    "v100_fwd_amp": 3382.0, "t4_fwd_fp32": 415.0, "t4_fwd_amp": 1198.0, "h100_over_a100": 2.0,
+}
+
+
+def fit_published(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
+    """tensor_eff (V100 AMP), then the ampere, hopper and turing efficiencies (ada = ampere,
+    assumed) on ``PUBLISHED_R50``, from a ResNet-50 graph ``cost`` (GPU-bound throughput
+    ``batch / t_gpu``; forward only for the inference figures)."""
+    from dataclasses import replace
+
+    from scipy.optimize import brentq
+
+    from gpuscope.devices import get_device
+    from gpuscope.emulator.perf import gpu_times
+
+    pub, b = PUBLISHED_R50, cost.batch_size
+    v100, t4, h100 = get_device("v100"), get_device("t4"), get_device("h100")
+    a100 = replace(get_device("a100"), mem_gb=80.0, mem_bw_gbs=2039.0)  # DGX A100 80GB
+
+    def thr(dev: DeviceSpec, prec: str, prm: EmulatorParams, fwd: bool = False) -> float:
+        t, tf, _ = gpu_times(cost, dev, prm, prec)
+        return b / (tf if fwd else t)
+
+    def arch(prm: EmulatorParams, name: str, x: float) -> EmulatorParams:
+        return prm.with_(arch_eff={**prm.arch_eff, name: float(x)})
+
+    te = brentq(lambda x: np.log(thr(v100, "amp-fp16", params.with_(tensor_eff=x)) / pub["v100_amp"]),
+                0.02, 3.0)
+    p = params.with_(tensor_eff=float(te))
+    amp = brentq(lambda x: np.log(thr(a100, "tf32", arch(p, "ampere", x)) / pub["a100_tf32"])
+                 + np.log(thr(a100, "amp-fp16", arch(p, "ampere", x)) / pub["a100_amp"]), 0.05, 5.0)
+    p = arch(arch(p, "ampere", amp), "ada", amp)
+    target_h = pub["h100_over_a100"] * thr(a100, "amp-fp16", p)
+    hop = brentq(lambda x: np.log(thr(h100, "amp-fp16", arch(p, "hopper", x)) / target_h), 0.05, 5.0)
+    p = arch(p, "hopper", hop)
+
+    def turing(x: float) -> float:
+        q = arch(p, "turing", x)
+        return float(sum(np.log(thr(t4, pr, q, True) / thr(v100, pr, q, True) / (pub[f"t4_fwd_{k}"] / pub[f"v100_fwd_{k}"]))
+                         for pr, k in (("fp32", "fp32"), ("amp-fp16", "amp"))))
+
+    return arch(p, "turing", brentq(turing, 0.05, 5.0))

@@ -10,7 +10,7 @@ A run is a sequence of phases, each sampled every ``period_s`` (seed 001 §2.2: 
   of each window (a slow host shows as low utilisation, or as on/off samples when a step is
   longer than a sample); memory holds the whole footprint (caching allocator);
 * random **input-pipeline stalls** inside training (Poisson, exponential lengths): GPU idle,
-  host busy;
+  host at its training level (waiting on I/O);
 * **evaluation** (forward passes on a held-out slice) and a **checkpoint** write (GPU idle,
   one host core serialising) at the end of every epoch;
 * seeded Gaussian sensor noise.
@@ -160,7 +160,10 @@ def synth_trace(
         memu[tr] = 100.0 * g * (est.t_mem_s / max(est.t_gpu_s, 1e-12))
         cpu[tr] = 100.0 * est.cpu_util
     stall = kind == STALL
-    cpu[stall] = min(100.0, 100.0 * est.cpu_util * 1.5 + one_core)
+    # an input-pipeline stall waits on I/O (page cache miss, GC): the loader keeps its cores at
+    # the training level while the GPU idles (v1 put the CPU 1.5x higher, which made the
+    # stalls the CPU bursts and the Poisson-random training pieces the idle runs)
+    cpu[stall] = 100.0 * est.cpu_util
     ev = kind == EVAL
     ev_util = 85.0 * est.gpu_util
     gpu[ev] = ev_util

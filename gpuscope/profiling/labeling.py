@@ -47,14 +47,18 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
 LABEL_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, *TARGETS, "status")
 TRAIN_MODELS: frozenset[str] = frozenset(TABLE3_CNNS + TABLE3_GENERATIVE)
 RANDOM_STATE = 0
+#: Two k-means centres closer than this fraction of capacity are one level (burst_mask).
+MIN_GAP_FRACTION = 0.05
 
 
-def burst_mask(x: np.ndarray, method: str = "kmeans") -> np.ndarray:
+def burst_mask(x: np.ndarray, method: str = "kmeans", min_gap: float = 0.0) -> np.ndarray:
     """True for burst samples of one resource's series ``x`` (no NaN).
 
     k-means: k=2 on the 1-D values, initialised at the min and max (deterministic; one init
     suffices in 1-D), burst = the cluster with the higher centre (:func:`kmeans_threshold`). A constant series has no
-    split: all burst when above zero, all idle otherwise.
+    split: all burst when above zero, all idle otherwise; so has a series whose two centres
+    are less than ``min_gap`` apart (issue 11: splitting sensor noise made burst/idle
+    lengths of a flat series random; the labeler passes ``MIN_GAP_FRACTION`` of capacity).
     """
     if method not in METHODS:
         raise InputError(f"unknown labeling method {method!r}; expected {' or '.join(METHODS)}")
@@ -66,7 +70,13 @@ def burst_mask(x: np.ndarray, method: str = "kmeans") -> np.ndarray:
         return np.full(x.shape, hi > 0.0)
     if method == "median":
         return x > np.median(x)
-    return x > kmeans_threshold(x)
+    thr = kmeans_threshold(x)
+    mask = x > thr
+    if min_gap > 0 and mask.any() and (~mask).any() \
+            and float(x[mask].mean() - x[~mask].mean()) < min_gap:
+        # two "clusters" closer than the sensor noise: one level, no burst/idle split
+        return np.full(x.shape, float(x.mean()) > 0.0)
+    return mask
 
 
 def kmeans_threshold(x: np.ndarray, max_iter: int = 300) -> float:
@@ -174,7 +184,7 @@ def resource_stats(
         return {"burst_s": math.nan, "idle_s": math.nan, "peak": math.nan}
     peak = robust_peak(x, steady)
     t, x = t[keep], x[keep]
-    mask = burst_mask(x, method)
+    mask = burst_mask(x, method, MIN_GAP_FRACTION * cap)
     bursts, idles = run_lengths(mask, sample_durations(t, period_s))
     return {
         "burst_s": float(bursts.mean()) if bursts.size else 0.0,

@@ -99,8 +99,9 @@ class Seq2SeqTransformer(nn.Module):
         self.scale = d_model ** -0.5
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        s = self.src_emb(src) + self.pe[: src.shape[1]]
-        t = self.tgt_emb(tgt) + self.pe[: tgt.shape[1]]
+        pe = self.get_buffer("pe")
+        s = self.src_emb(src) + pe[: src.shape[1]]
+        t = self.tgt_emb(tgt) + pe[: tgt.shape[1]]
         mask = torch.triu(torch.full((tgt.shape[1], tgt.shape[1]), float("-inf"),
                                      device=tgt.device), 1)
         return self.proj(self.core(s, t, tgt_mask=mask, tgt_is_causal=True)) * self.scale
@@ -223,6 +224,7 @@ def _classifier_step(model: nn.Module, opt: torch.optim.Optimizer) -> Callable[[
 def gavel_step(name: str, batch_size: int, device: str = "meta") -> GavelStep:
     """Model, optimizer(s), batch and training step of Gavel job type ``name`` (module doc)."""
     b, dev = int(batch_size), torch.device(device)
+    opt: torch.optim.Optimizer
     if name == "resnet18":
         m = resnet18_cifar().to(dev)
         opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
