@@ -231,6 +231,8 @@ MODEL_DATASETS: dict[str, tuple[str, ...]] = {
     **{m: ("wikitext103",) for m in ("bert_base", "bert_large", "gpt2", "gpt2_medium",
                                      "gpt2_large", "llama")},
     "vit_b16": ("imagenet",), "vit_l16": ("imagenet",), "t5_small": ("wmt16_en_de",),
+    # Gavel's job types (issue 11; rec_autoencoder, cyclegan, a3c need kinds not in the catalog)
+    "resnet18": ("cifar10",), "lstm_lm": ("wikitext2",), "transformer_base": ("multi30k",),
 }
 MODELS: tuple[str, ...] = tuple(MODEL_DATASETS)
 
@@ -243,6 +245,7 @@ MODEL_FAMILY: dict[str, str] = {
     "gan": "gan", "cvae": "vae", "trivial": "trivial", "alexnet": "alexnet",
     "bert_base": "bert", "bert_large": "bert", "gpt2": "gpt2", "gpt2_medium": "gpt2",
     "gpt2_large": "gpt2", "vit_b16": "vit", "vit_l16": "vit", "t5_small": "t5", "llama": "llama",
+    "resnet18": "resnet", "lstm_lm": "lstm", "transformer_base": "transformer",
 }
 #: Sizes of the configurable ``llama`` model (``llama:dim=4096,layers=32,...``); defaults are
 #: TinyLlama-1.1B's (Zhang et al. 2024): the keys of ``LlamaConfig``.

@@ -11,6 +11,7 @@ from torch import nn
 from gpuscope.errors import InputError
 from gpuscope.jobs import MODEL_ANY_KIND, MODEL_DATASETS, DatasetSpec, model_params, parse_dataset
 from gpuscope.workloads import models_basic as mb
+from gpuscope.workloads import models_gavel as mg
 from gpuscope.workloads import models_llm as ml
 from gpuscope.workloads import models_resnet as mr
 from gpuscope.workloads import models_transformer as mt
@@ -52,6 +53,15 @@ def _t5(ds: DatasetSpec, p: dict) -> nn.Module:
 
 def _llama(ds: DatasetSpec, p: dict) -> nn.Module:
     return ml.Llama(ml.LlamaConfig(**p))
+
+
+def _gavel_lm(ds: DatasetSpec, p: dict) -> nn.Module:
+    return mg.BatchFirstLM(ds.vocab or mg.WIKITEXT2_VOCAB)
+
+
+def _gavel_transformer(ds: DatasetSpec, p: dict) -> nn.Module:
+    v = ds.vocab or mg.MULTI30K_VOCAB[0]
+    return mg.Seq2SeqTransformer(v, v)
 
 
 def _vit(layers: int, dim: int, heads: int, ffn: int, ds: DatasetSpec, p: dict) -> nn.Module:
@@ -100,6 +110,12 @@ CATALOG: dict[str, CatalogEntry] = {
                      "Dosovitskiy et al. 2021, ViT-L/16", True),
         CatalogEntry("t5_small", "seq2seq", _t5,
                      "Raffel et al. 2020, T5-small", True),
+        CatalogEntry("resnet18", "classifier", lambda c, s, k: mg.resnet18_cifar(k),
+                     "Gavel's ResNet-18 (kuangliu/pytorch-cifar)"),
+        CatalogEntry("lstm_lm", "lm", _gavel_lm,
+                     "Gavel's LM: pytorch/examples word LM, 2-layer LSTM 200", True),
+        CatalogEntry("transformer_base", "seq2seq", _gavel_transformer,
+                     "Vaswani et al. 2017 base, as Gavel runs it (jadore801120)", True),
         CatalogEntry("llama", "lm", _llama,
                      "Touvron et al. 2023; default TinyLlama-1.1B", True),
     )

@@ -122,6 +122,18 @@ class RNNModel(nn.Module):
         return self.decoder(self.drop(out))
 
 
+class BatchFirstLM(nn.Module):
+    """The catalog's ``lm`` interface, (batch, seq) ids -> (batch, seq, vocab) logits, around
+    ``RNNModel`` (which, as in pytorch/examples, runs time-major)."""
+
+    def __init__(self, ntoken: int = WIKITEXT2_VOCAB) -> None:
+        super().__init__()
+        self.lm = RNNModel(ntoken)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.lm(ids.t()).transpose(0, 1)
+
+
 # --- Recoder DynamicAutoencoder ---------------------------------------------------------------
 class DenoisingAutoencoder(nn.Module):
     """items -> 200 (tanh) -> items, input dropout 0.5 (Recoder's noise_prob)."""
