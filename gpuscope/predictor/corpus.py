@@ -116,7 +116,7 @@ def _job_fields() -> set[str]:
 def _configs(rng: np.random.Generator, n: int, text: bool) -> list[dict[str, Any]]:
     """``n`` seeded (batch size, precision, optimizer) settings."""
     have = _job_fields()
-    bss = (4, 8, 16, 32) if text else (16, 32, 64, 128)
+    bss = (4, 8, 16) if text else (16, 32, 64)
     precs = ("fp32", "amp-fp16", "amp-bf16", "tf32") if "precision" in have else ("fp32",)
     from gpuscope.jobs import OPTIMIZERS
 

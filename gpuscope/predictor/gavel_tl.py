@@ -39,8 +39,8 @@ from gpuscope.predictor.physics import STEP_FEATURES, FeatureBuilder
 
 GAVEL_DEVICES: tuple[str, ...] = ("k80", "p100", "v100")
 #: Gavel job type → (catalog model, dataset, optimizer, batch size when Gavel names none).
-#: Optimizers as in Gavel's workload scripts (ResNets/LM: SGD; Transformer, autoencoder,
-#: CycleGAN: Adam; A3C: its shared RMSprop, written ``rmsprop``).
+#: Optimizers as in ``gpuscope.emulator.fidelity`` (the emulator stage's mapping, preferred
+#: when importable); a job type without a batch size runs one sample per step.
 GAVEL_MODELS: dict[str, tuple[str, str, str, int]] = {
     "ResNet-50": ("resnet50", "imagenet", "sgd", 0),
     "ResNet-18": ("resnet18", "cifar10", "sgd", 0),
@@ -48,7 +48,7 @@ GAVEL_MODELS: dict[str, tuple[str, str, str, int]] = {
     "LM": ("lstm_lm", "wikitext2", "sgd", 0),
     "Recommendation": ("rec_autoencoder", "ml20m", "adam", 0),
     "CycleGAN": ("cyclegan", "monet2photo", "adam", 1),
-    "A3C": ("a3c", "pong", "rmsprop", 4),
+    "A3C": ("a3c", "pong", "adam", 1),
 }
 
 
@@ -79,16 +79,82 @@ def load_gavel(path: str | Path | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def gavel_job(family: str, batch_size: int) -> JobSpec | None:
-    """The catalog JobSpec of a Gavel job type, or None when gpuscope lacks the model."""
-    if family not in GAVEL_MODELS:
-        return None
-    model, dataset, opt, default_bs = GAVEL_MODELS[family]
+@dataclass(frozen=True)
+class GavelJob:
+    """A Gavel job type as the emulator and ``FeatureBuilder`` read a job (its graph is traced
+    from ``gpuscope.workloads.models_gavel``, which the JobSpec catalog does not list)."""
+
+    model: str
+    dataset: str
+    optimizer: str
+    batch_size: int
+    epochs: int = 1
+    steps_per_epoch: int = 1
+    precision: str = "fp32"
+    job_id: str | None = None
+
+    @property
+    def steps(self) -> int:
+        return self.steps_per_epoch
+
+    @property
+    def total_steps(self) -> int:
+        return self.steps_per_epoch * self.epochs
+
+    @property
+    def graph_key(self) -> str:
+        return f"gavel-{self.model}-{self.dataset}-{self.optimizer}-b{self.batch_size}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.graph_key}-e{self.epochs}-s{self.steps_per_epoch}"
+
+    @property
+    def dataset_spec(self) -> Any:
+        from gpuscope.jobs import DATASETS
+
+        return DATASETS[self.dataset]
+
+
+def gavel_models() -> dict[str, tuple[str, str, str, int]]:
+    """Gavel family → (model, dataset, optimizer, default batch): the emulator stage's
+    mapping (``gpuscope.emulator.fidelity.GAVEL_FAMILIES``) when present, else ours."""
     try:
-        return JobSpec(model=model, dataset=dataset, optimizer=opt,
-                       batch_size=batch_size or default_bs or 1, epochs=1, steps_per_epoch=1)
-    except InputError:
+        from gpuscope.emulator.fidelity import GAVEL_FAMILIES
+    except ImportError:
+        return dict(GAVEL_MODELS)
+    return {k: (*v, 1) for k, v in GAVEL_FAMILIES.items()}
+
+
+def gavel_job(family: str, batch_size: int) -> JobSpec | GavelJob | None:
+    """The job of a Gavel job type (batch 1 where Gavel names none), or None when gpuscope
+    has no model for it."""
+    table = gavel_models()
+    if family not in table:
         return None
+    model, dataset, opt, default_bs = table[family]
+    b = batch_size or default_bs or 1
+    if model == "resnet50":
+        return JobSpec(model=model, dataset=dataset, optimizer=opt, batch_size=b, epochs=1,
+                       steps_per_epoch=1)
+    try:
+        import gpuscope.workloads.models_gavel  # noqa: F401
+    except ImportError:
+        return None
+    return GavelJob(model, dataset, opt, b)
+
+
+def gavel_source(job: Any) -> Any:
+    """OpGraph of a Gavel job: the catalog's export (ResNet-50) or the traced Gavel step."""
+    if not isinstance(job, GavelJob):
+        from gpuscope.graphs import GraphCache
+
+        return GraphCache().get_or_export(job)
+    from gpuscope.graphs.torch_frontend import trace_train_step
+    from gpuscope.workloads.models_gavel import gavel_step
+
+    gs = gavel_step(job.model, job.batch_size)
+    return trace_train_step(gs.step, gs.batch, gs.modules, gs.optimizers, name=job.graph_key)
 
 
 @dataclass
@@ -105,7 +171,8 @@ class GavelData:
 
 def gavel_data(builder: FeatureBuilder | None = None, path: str | Path | None = None
                ) -> GavelData:
-    builder = builder or FeatureBuilder()
+    """Measured rows and their features (graphs traced by ``gavel_source``)."""
+    builder = builder or FeatureBuilder(source=gavel_source)
     df = load_gavel(path)
     keep, jobs = [], []
     for i, r in df.iterrows():
@@ -116,7 +183,7 @@ def gavel_data(builder: FeatureBuilder | None = None, path: str | Path | None = 
     rows = df.loc[keep].reset_index(drop=True)
     if rows.empty:
         raise InputError("no Gavel job type maps to a catalog model")
-    frame = builder.frame(jobs, rows["device"].tolist())
+    frame = builder.frame(jobs, rows["device"].tolist())  # type: ignore[arg-type]
     return GavelData(rows, frame)
 
 
