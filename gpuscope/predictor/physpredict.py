@@ -41,9 +41,11 @@ FORMAT_VERSION = 2
 
 
 def emulator_version() -> str:
-    import gpuscope.emulator as emu
-
-    return str(getattr(emu, "EMULATOR_VERSION", "1"))
+    try:
+        from gpuscope.emulator.params import EMULATOR_VERSION
+    except ImportError:  # an emulator before version constants
+        return "1"
+    return str(EMULATOR_VERSION)
 
 
 def data_fingerprint(data: PhysicsData) -> str:
