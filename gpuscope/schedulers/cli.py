@@ -33,11 +33,13 @@ def _run(args: argparse.Namespace) -> int:
         p = load_problem(args.instance, replace(p.params, **over))
     kw = {"max_it_rg": args.max_it} if args.max_it else {}
     kw["pr_objective"] = args.pr_objective
+    kw["proxy"] = args.proxy
     res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=sys.stderr.isatty(),
                    full_log=args.full_log)
     write_results(res, args.output, {"instance": str(args.instance), "seed": args.seed,
                                      "tjng_source": p.params.tjng_source,
                                      "method_name": args.method, "pr_objective": args.pr_objective,
+                                     "proxy": args.proxy,
                                      "placement": p.params.placement,
                                      "interval_s": str(p.params.interval), "horizon_s": p.params.H})
     s = res.summary
@@ -72,6 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sp.add_argument("--pr-objective", choices=("p1a", "eq1"), default="p1a",
                     help="PR: keep the relinked or the RG solution by the P1a proxy (default), "
                          "or return the relinked one as seed 002's Eq. 1 (eq1)")
+    sp.add_argument("--proxy", choices=("cost", "reference", "p1a"), default="cost",
+                    help="RG/PR selection proxy: 'cost' (default: what a solution will cost), "
+                         "'reference' (the reference C++'s objective), 'p1a' (seed 002's P1a)")
     sp.add_argument("--placement", choices=("largest", "per-job"), default=None,
                     help="node placement: 'largest' (default; the reference's: a new node is the "
                          "largest VM of the job's GPU type, later jobs best-fit into open nodes of "

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuscope.schedulers.model import Problem
+from gpuscope.schedulers.proxies import proxy_by_position
 from gpuscope.schedulers.step import (
     EPS_COST,
     OUT_OF_DSTAR,
@@ -108,8 +109,10 @@ def construct(
     rng: np.random.Generator | None,
     n_candidates: int = 3,
     swap_prob: float = 0.3,
+    proxy: str = "p1a",
 ) -> Batch:
-    """Build ``n_iter`` solutions (iteration 0 deterministic; the others need ``rng``)."""
+    """Build ``n_iter`` solutions (iteration 0 deterministic; the others need ``rng``);
+    ``obj`` is the selection proxy ``proxy`` (:data:`gpuscope.schedulers.proxies.PROXIES`)."""
     k, N = st.k, p.n_nodes
     n_it = n_iter if rng is not None else 1
     Ra = masked_times(p, st)
@@ -316,4 +319,7 @@ def construct(
     idle = (free * is_open).sum(axis=1)
     obj = tard + p.params.rho * post_worst + p.params.mu * idle
     obj += (pi * is_open).sum(axis=1)
+    if proxy != "p1a":  # gpuscope.schedulers.proxies
+        obj = proxy_by_position(p, st, Ra, proxy, o, cp, node_pos[:n_pos], vm.astype(np.int64),
+                                free.astype(np.int64), is_open)
     return Batch(orders=orders, conf_pos=cp, node_pos=node_pos[:n_pos], obj=obj, eq1=eq1)

@@ -16,6 +16,7 @@ from gpuscope.errors import InputError
 from gpuscope.schedulers.fastgreedy import greedy_decision, postprocess_fast
 from gpuscope.schedulers.greedy import construct
 from gpuscope.schedulers.model import Problem
+from gpuscope.schedulers.proxies import PROXIES, decision_proxy
 from gpuscope.schedulers.relinking import elite, relink
 from gpuscope.schedulers.step import (
     Decision,
@@ -23,7 +24,6 @@ from gpuscope.schedulers.step import (
     config_keys,
     eq1_terms,
     f_eq1,
-    f_obj,
     masked_times,
 )
 
@@ -72,16 +72,18 @@ class RandomizedGreedy:
     the post-processing of seed 002 §3.3."""
 
     def __init__(self, randomized: bool = True, max_it: int | None = None, seed: int = 0,
-                 postprocess: bool = True) -> None:
+                 postprocess: bool = True, proxy: str = "cost", n_candidates: int = 3) -> None:
         self.randomized = randomized
         self.max_it = max_it
         self.seed = seed
         self.postprocess = postprocess
+        self.proxy = _check_proxy(proxy)
+        self.n_candidates = n_candidates
         self.rng_ = np.random.default_rng(seed)
 
     def step(self, p: Problem, st: StepState) -> Decision:
         if self.randomized:
-            b = construct(p, st, self.max_it or p.params.max_it_rg, self.rng_)
+            b = construct(p, st, self.max_it or p.params.max_it_rg, self.rng_, n_candidates=self.n_candidates, proxy=self.proxy)
             d = b.decision(int(np.argmin(b.obj)))
         else:  # the scalar construction: same decision as construct()'s iteration 0
             d = greedy_decision(p, st)
@@ -92,49 +94,72 @@ class RandomizedGreedy:
 PR_OBJECTIVES: tuple[str, ...] = ("p1a", "eq1")
 
 
-class PathRelinking:
-    """Path Relinking (seed 002 §3.3): randomized construction keeping the σ elite solutions
-    by Eq. 1, Alg. 2 from the best towards each other elite (MaxIt_PR moves each, default N),
-    then post-processing.
+def _check_proxy(proxy: str) -> str:
+    if proxy not in PROXIES:
+        raise InputError(f"proxy must be one of {', '.join(PROXIES)}, got {proxy!r}")
+    return proxy
 
-    ``objective="eq1"`` returns the relinked solution as seed 002 does. Eq. 1 sums only over
-    *running* jobs, so it can postpone a job until it is late (3-job example instance: PR 226
-    against 46.7 for RG). ``objective="p1a"`` (default) runs the same search, then keeps
-    whichever of {relinked solution, the best construction by P1a (the RG
-    solution)}, both post-processed, has the lower P1a proxy f_OBJ, which includes the
-    postponed jobs' worst-case tardiness. At every rescheduling point PR is then never worse on
-    f_OBJ than the RG solution of the same constructions."""
+
+class PathRelinking:
+    """Path Relinking (seed 002 §3.3, Alg. 2) over an elite pool, then post-processing.
+
+    ``objective="p1a"`` (default; the name is kept for the CLI): the randomized construction
+    keeps the σ best distinct solutions by the selection proxy (:mod:`.proxies`, default
+    ``cost``) as the elite pool; Alg. 2 walks from the best solution towards every other
+    elite solution (moves chosen by seed 002's Eq. 1 look-ahead, at most MaxIt_PR moves each,
+    default N); every relinked solution is post-processed and scored by the proxy, and the
+    best of {relinked solutions, RG's solution} is returned, so PR is never worse than RG of
+    the same constructions on the proxy, and better where a path finds a cheaper solution.
+
+    ``objective="eq1"``: seed 002 as written: elite by Eq. 1, relink, return the relinked
+    solution. Eq. 1 sums only over *running* jobs, so it can postpone a job until it is late
+    (3-job example instance: PR 226 against 46.7 for RG)."""
 
     def __init__(self, seed: int = 0, max_it_rg: int | None = None, sigma: int | None = None,
-                 max_it_pr: int | None = None, objective: str = "p1a") -> None:
+                 max_it_pr: int | None = None, objective: str = "p1a", proxy: str = "cost",
+                 n_candidates: int = 3) -> None:
         self.seed = seed
         self.max_it_rg = max_it_rg
         self.sigma = sigma
         self.max_it_pr = max_it_pr
         self.objective = objective
+        self.proxy = _check_proxy(proxy)
+        self.n_candidates = n_candidates
         if objective not in PR_OBJECTIVES:
             raise InputError(f"PR objective must be one of {', '.join(PR_OBJECTIVES)}, got {objective!r}")
         self.rng_ = np.random.default_rng(seed)
+        self.relinked_ = 0  # steps where a relinked solution beat RG's (diagnostics)
 
     def step(self, p: Problem, st: StepState) -> Decision:
         n_rg = self.max_it_rg or p.params.max_it_rg
         sigma = self.sigma or p.params.sigma
         n_pr = self.max_it_pr or p.params.max_it_pr or p.n_nodes
-        b = construct(p, st, n_rg, self.rng_)
-        sols = elite(b, b.eq1, sigma)
+        proxy = self.proxy if self.objective == "p1a" else "p1a"
+        b = construct(p, st, n_rg, self.rng_, n_candidates=self.n_candidates, proxy=proxy)
         Ra = masked_times(p, st)
         terms = eq1_terms(p, st, Ra)
-        s = sols[0]
-        for t in sols[1:]:
-            s = relink(p, s, t, terms, n_pr)
-        assert f_eq1(p, st, s, terms) >= f_eq1(p, st, sols[0], terms) - 1e-9
-        s = postprocess_fast(p, st, s)
         if self.objective == "eq1":
-            return s
-        i = int(np.argmin(b.obj))  # the RG solution (best construction by P1a)
-        rg = postprocess_fast(p, st, b.decision(i))
-        # (the other elites are not candidates: post-processing each costs ~1 ms a step)
-        return s if f_obj(p, st, s, Ra) <= f_obj(p, st, rg, Ra) else rg
+            sols = elite(b, b.eq1, sigma)
+            s = sols[0]
+            for t in sols[1:]:
+                s = relink(p, s, t, terms, n_pr)
+            assert f_eq1(p, st, s, terms) >= f_eq1(p, st, sols[0], terms) - 1e-9
+            return postprocess_fast(p, st, s)
+        sols = elite(b, -b.obj, sigma)  # best first by the proxy; sols[0] is RG's solution
+        best = postprocess_fast(p, st, sols[0])
+        best_v = decision_proxy(p, st, best, proxy, Ra)
+        src = sols[0]
+        for t in sols[1:]:
+            r = postprocess_fast(p, st, relink(p, src, t, terms, n_pr))
+            v = decision_proxy(p, st, r, proxy, Ra)
+            if v < best_v - 1e-9 * max(1.0, abs(best_v)):
+                best, best_v = r, v
+                self.relinked_ += 1
+        return best
+
+
+def _int(x: int | str | None) -> int | None:
+    return None if x is None else int(x)
 
 
 def make_method(name: str, seed: int = 0, **kw: int | str | None
@@ -144,9 +169,10 @@ def make_method(name: str, seed: int = 0, **kw: int | str | None
         return FirstPrinciple(order=name)
     if name == "greedy":
         return RandomizedGreedy(randomized=False, seed=seed)
+    proxy = str(kw.get("proxy") or "cost")
     if name == "rg":
-        return RandomizedGreedy(randomized=True, seed=seed, max_it=kw.get("max_it_rg"))
+        return RandomizedGreedy(randomized=True, seed=seed, max_it=_int(kw.get("max_it_rg")), proxy=proxy)
     if name == "pr":
-        return PathRelinking(seed=seed, max_it_rg=kw.get("max_it_rg"),
-                             objective=kw.get("pr_objective") or "p1a")
+        return PathRelinking(seed=seed, max_it_rg=_int(kw.get("max_it_rg")),
+                             objective=str(kw.get("pr_objective") or "p1a"), proxy=proxy)
     raise InputError(f"unknown method {name!r}; expected one of {', '.join(METHODS)}")

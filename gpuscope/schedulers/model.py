@@ -96,6 +96,7 @@ class Problem:
     instance: Instance
     vm_group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [V]
     big_conf: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [C]
+    rs_rate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # [V, Gmax + 1]
 
     def __post_init__(self) -> None:
         self._fixed = bool((self.fixed_vm >= 0).all())
@@ -112,6 +113,17 @@ class Problem:
             w = np.flatnonzero((grp == grp[self.conf_vm[c]]) & (self.conf_index[:, self.conf_g[c]] >= 0))
             big[c] = self.conf_index[w[np.argmax(self.vm_G[w])], self.conf_g[c]]
         self.big_conf = big
+        # rs_rate[v, u]: $/h of a type-v node with u busy GPUs once rightsized to the
+        # cheapest VM of its GPU type (no larger than v) that holds u GPUs (post-processing)
+        V, G1 = self.node_rate.shape
+        rs = self.node_rate.copy()
+        if not self.fixed:
+            for v in range(V):
+                for u in range(1, int(self.vm_G[v]) + 1):
+                    w = np.flatnonzero((self.vm_gpu_type == self.vm_gpu_type[v]) & (self.vm_G >= u)
+                                       & (self.vm_G <= self.vm_G[v]))
+                    rs[v, u] = self.node_rate[w, u].min()
+        self.rs_rate = rs
 
     @property
     def n_jobs(self) -> int:
