@@ -60,7 +60,9 @@ def build(src: Path, tmp: Path) -> Path:
     for p in [d, *d.rglob("*")]:
         p.chmod(p.stat().st_mode | stat.S_IWUSR)
     print(f"building the reference in {d} ...", flush=True)
-    r = subprocess.run(["make", "-j2"], cwd=d, capture_output=True, text=True)
+    # its Makefile builds into $(PWD)/build: name the folder explicitly
+    r = subprocess.run(["make", "-j2", f"FOLDER={d / 'build'}"], cwd=d, capture_output=True, text=True,
+                       env={**os.environ, "PWD": str(d)})
     exe = d / "build" / "main"
     if r.returncode != 0 or not exe.is_file():
         raise SystemExit(f"reference build failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
