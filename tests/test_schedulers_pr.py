@@ -24,7 +24,8 @@ from gpuscope.schedulers import (
     simulate,
 )
 from gpuscope.schedulers.instances import generate
-from gpuscope.schedulers.step import StepState, check_decision, f_obj
+from gpuscope.schedulers.proxies import decision_proxy
+from gpuscope.schedulers.step import StepState, check_decision
 
 EXAMPLE = gpuscheduler_dir() / "example-instance"
 
@@ -39,11 +40,12 @@ def random_state(p, seed: int) -> StepState:
 
 
 def pr_vs_rg(p, stt: StepState, seed: int) -> tuple[float, float]:
-    """f_OBJ (P1a) of PR's and RG's decisions; the same seed gives both the same constructions."""
+    """The selection proxy (``cost``) of PR's and RG's decisions; the same seed gives both the
+    same constructions, and PR keeps RG's solution unless a relinked one is cheaper."""
     d_pr = PathRelinking(seed=seed).step(p, stt)
     d_rg = RandomizedGreedy(seed=seed).step(p, stt)
     check_decision(p, stt, d_pr)
-    return f_obj(p, stt, d_pr), f_obj(p, stt, d_rg)
+    return decision_proxy(p, stt, d_pr, "cost"), decision_proxy(p, stt, d_rg, "cost")
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
