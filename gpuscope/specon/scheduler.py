@@ -104,6 +104,45 @@ def reallocate_srpt(c: Container, containers: Sequence[Container], n_workers: in
     return Decision(t, c.job, c.worker, dest, "M")
 
 
+def rebalance_srpt(containers: Sequence[Container], n_workers: int, remaining: dict[int, float],
+                   pause_s: float, t: float, movable: set[int] | None = None) -> list[Decision]:
+    """gpuscope's ``specon-srpt`` rebalance (ours). Moving a container of predicted remaining
+    time x from co-runners Y to co-runners Z changes the sum of completion times (processor
+    sharing) by ``2·Σ_Z min(x, z) − 2·Σ_Y min(x, y)`` plus the pause. Destinations are
+    Algorithm 3's: every idle worker, else the least loaded worker with ``|w| < bf − 1``; into
+    each, the move with the largest saving is made if the saving is positive. Any
+    container not yet rebalanced may move (not only converged ones); ``movable`` limits the
+    candidates (e.g. to those not paused). At most one move into each worker per invocation."""
+    n = _counts(containers, n_workers)
+    by_worker: list[list[Container]] = [[] for _ in range(n_workers)]
+    for c in containers:
+        by_worker[c.worker].append(c)
+
+    def load(x: float, group: list[Container], skip: Container | None = None) -> float:
+        return 2.0 * sum(min(x, remaining[o.job]) for o in group if o is not skip)
+
+    moves: list[Decision] = []
+    bf = sum(n) // n_workers
+    idle = [w for w in range(n_workers) if n[w] == 0]
+    dests = idle or [min((w for w in range(n_workers) if n[w] < bf - 1), key=lambda k: (n[k], k),
+                         default=-1)]
+    for w in (d for d in dests if d >= 0):
+        best, gain = None, 0.0
+        for c in containers:
+            if (c.rebalanced or c.worker == w or n[c.worker] < 2
+                    or (movable is not None and c.job not in movable)):
+                continue
+            x = remaining[c.job]
+            g = load(x, by_worker[c.worker], c) - load(x, by_worker[w]) - pause_s
+            if g > gain:
+                best, gain = c, g
+        if best is not None:
+            by_worker[best.worker].remove(best)
+            moves.append(_move(best, w, n, t))
+            by_worker[w].append(best)
+    return moves
+
+
 def rebalance(containers: Sequence[Container], n_workers: int, t: float) -> list[Decision]:
     """Algorithm 3 over the active ``containers``; marks moved ones rebalanced and returns
     the moves (the caller carries them out)."""
@@ -142,5 +181,5 @@ def _move(c: Container, dest: int, n: list[int], t: float) -> Decision:
     return d
 
 
-__all__ = ["Decision", "WEIGHTS", "rebalance", "reallocate", "reallocate_srpt", "scores",
+__all__ = ["Decision", "WEIGHTS", "rebalance", "rebalance_srpt", "reallocate", "reallocate_srpt", "scores",
            "srpt_cost"]

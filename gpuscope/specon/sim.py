@@ -32,7 +32,13 @@ import numpy as np
 from gpuscope.errors import InputError
 from gpuscope.specon.losscurve import LossCurve, preset
 from gpuscope.specon.monitor import GROWTHS, SCOPES, SMOOTHINGS, Container, monitor_tick
-from gpuscope.specon.scheduler import Decision, reallocate, reallocate_srpt, rebalance
+from gpuscope.specon.scheduler import (
+    Decision,
+    reallocate,
+    reallocate_srpt,
+    rebalance,
+    rebalance_srpt,
+)
 from gpuscope.specon.sharing import SharingModel
 from gpuscope.specon.traces import JobSpecS
 
@@ -190,7 +196,13 @@ def simulate(jobs: list[JobSpecS], cfg: SimConfig,
         if migrating and cfg.rebalance and active:
             conts = [j.cont for j in active if j.cont is not None]
             by_id = {j.spec.job: j for j in active}
-            for d in rebalance(conts, nw, t):
+            if cfg.policy == "specon-srpt":
+                rem = {o.spec.job: o.pred_s * (1.0 - o.p) for o in active}
+                free = {o.spec.job for o in active if o.paused_until <= t + _EPS}
+                ds_ = rebalance_srpt(conts, nw, rem, cfg.pause_mean_s, t, free)
+            else:
+                ds_ = rebalance(conts, nw, t)
+            for d in ds_:
                 move(by_id[d.job], d)
 
     def observe_losses() -> dict[int, float]:
