@@ -233,6 +233,9 @@ MODEL_DATASETS: dict[str, tuple[str, ...]] = {
     "vit_b16": ("imagenet",), "vit_l16": ("imagenet",), "t5_small": ("wmt16_en_de",),
     # Gavel's job types (issue 11; rec_autoencoder, cyclegan, a3c need kinds not in the catalog)
     "resnet18": ("cifar10",), "lstm_lm": ("wikitext2",), "transformer_base": ("multi30k",),
+    # seed 004 (SpeCon) workloads: MNIST as 28 steps x 28 features, and the MLP VAE
+    **{m: ("mnist_seq",) for m in ("rnn", "birnn", "gru", "dynamic_rnn")},
+    "vae_mlp": ("mnist",),
 }
 MODELS: tuple[str, ...] = tuple(MODEL_DATASETS)
 
@@ -246,6 +249,7 @@ MODEL_FAMILY: dict[str, str] = {
     "bert_base": "bert", "bert_large": "bert", "gpt2": "gpt2", "gpt2_medium": "gpt2",
     "gpt2_large": "gpt2", "vit_b16": "vit", "vit_l16": "vit", "t5_small": "t5", "llama": "llama",
     "resnet18": "resnet", "lstm_lm": "lstm", "transformer_base": "transformer",
+    "rnn": "rnn", "birnn": "rnn", "gru": "rnn", "dynamic_rnn": "rnn", "vae_mlp": "vae",
 }
 #: Sizes of the configurable ``llama`` model (``llama:dim=4096,layers=32,...``); defaults are
 #: TinyLlama-1.1B's (Zhang et al. 2024): the keys of ``LlamaConfig``.

@@ -14,6 +14,7 @@ from gpuscope.workloads import models_basic as mb
 from gpuscope.workloads import models_gavel as mg
 from gpuscope.workloads import models_llm as ml
 from gpuscope.workloads import models_resnet as mr
+from gpuscope.workloads import models_rnn as mrnn
 from gpuscope.workloads import models_transformer as mt
 from gpuscope.workloads.models_generative import generative
 from gpuscope.workloads.models_inception import googlenet, inception3
@@ -118,6 +119,12 @@ CATALOG: dict[str, CatalogEntry] = {
                      "Vaswani et al. 2017 base, as Gavel runs it (jadore801120)", True),
         CatalogEntry("llama", "lm", _llama,
                      "Touvron et al. 2023; default TinyLlama-1.1B", True),
+        # seed 004 (SpeCon) Table II, after TensorFlow-Examples; see models_rnn.py
+        CatalogEntry("rnn", "classifier", mrnn.rnn, "TensorFlow-Examples recurrent_network (LSTM)"),
+        CatalogEntry("birnn", "classifier", mrnn.birnn, "TensorFlow-Examples bidirectional_rnn"),
+        CatalogEntry("gru", "classifier", mrnn.gru, "TensorFlow-Examples RNN with a GRU cell"),
+        CatalogEntry("dynamic_rnn", "classifier", mrnn.dynamic_rnn, "TensorFlow-Examples dynamic_rnn"),
+        CatalogEntry("vae_mlp", "vae", mrnn.vae_mlp, "TensorFlow-Examples variational_autoencoder"),
     )
 }
 
@@ -149,5 +156,7 @@ def build_model(model: str, dataset: str) -> nn.Module:
     entry = CATALOG[base]
     if entry.takes_spec:
         return entry.builder(ds, params)
+    if ds.kind == "sequence":  # sequence models take (features, steps, classes)
+        return entry.builder(ds.features, ds.seq_len, ds.num_classes)
     assert ds.height == ds.width, "the catalog's datasets are square"
     return entry.builder(ds.channels, ds.height, ds.num_classes)
