@@ -47,6 +47,8 @@ class RunOptions:
         use_nvml: sample the GPU through NVML when available.
         gpu_index: GPU to sample.
         command: replaces the entry point (tests); ``{job}`` and ``{loss_log}`` are filled in.
+        real_data: ``--real-data`` for the entry point (``digits``: real labels, so the loss
+            log shows real convergence); None = the synthetic pipeline.
     """
 
     device_name: str
@@ -57,6 +59,7 @@ class RunOptions:
     use_nvml: bool = True
     gpu_index: int = 0
     command: tuple[str, ...] | None = None
+    real_data: str | None = None
 
 
 def _command(opts: RunOptions, job_file: Path, loss_log: Path) -> list[str]:
@@ -67,7 +70,22 @@ def _command(opts: RunOptions, job_file: Path, loss_log: Path) -> list[str]:
         cmd += ["--memory-limit-mb", str(int(opts.memory_limit_mb))]
     if opts.job_device is not None:
         cmd += ["--device", opts.job_device]
+    if opts.real_data is not None:
+        cmd += ["--real-data", opts.real_data]
     return cmd
+
+
+def keep_loss_log(loss_log: Path, trace_path: Path, run_id: str) -> str | None:
+    """Copy the run's per-step loss log beside its trace, ``<runs>/losses/<run_id>.csv``
+    (atomically); returns that path relative to the run folder, or None without a log."""
+    if not loss_log.exists() or loss_log.stat().st_size == 0:
+        return None
+    dest = trace_path.parent.parent / "losses" / f"{run_id}.csv"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    tmp.write_bytes(loss_log.read_bytes())
+    tmp.replace(dest)
+    return f"losses/{run_id}.csv"
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -141,7 +159,10 @@ def run_job(
             df = sampler.stop()
         stdout = out_path.read_text(errors="replace")
         stderr = err_path.read_text(errors="replace")
+        kept = keep_loss_log(loss_log, Path(trace_path), job.key)
     result = _last_json_line(stdout)
+    if kept:
+        result["loss_log"] = kept  # the metadata names the log (seed 004 needs real curves)
     if timed_out:
         status, error = "timeout", f"killed after {opts.timeout_s:g} s"
     else:

@@ -84,6 +84,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--memory-limit-mb", type=int, default=None,
                    help="cap the address space at N MB above start-up size (RLIMIT_AS)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--real-data", choices=("digits",), default=None,
+                   help="train on real data (sklearn's digits as MNIST) so the loss converges")
     return p.parse_args(argv)
 
 
@@ -97,6 +99,7 @@ def train(args: argparse.Namespace, job: Any, device: Any, result: dict[str, Any
     from tqdm import tqdm
 
     from gpuscope.workloads.data import PipelineSpec, epoch_batches
+    from gpuscope.workloads.realdata import real_batches
     from gpuscope.workloads.workload import build_workload
 
     t0 = time.perf_counter()
@@ -112,11 +115,15 @@ def train(args: argparse.Namespace, job: Any, device: Any, result: dict[str, Any
     step = 0
     t_train = time.perf_counter()
     result["build_time_s"] = round(t_train - t0, 4)
+    result["data"] = args.real_data or "synthetic"
     bar = tqdm(total=job.total_steps, desc=job.key, unit="step", disable=None, file=sys.stderr)
     try:
         for epoch in range(job.epochs):
-            for x, y in epoch_batches(spec, job.batch_size, job.steps, args.workers, args.seed,
-                                      epoch, pin_memory=device.type == "cuda"):
+            batches = (real_batches(args.real_data, job.dataset, spec.target, job.batch_size,
+                                    job.steps, args.seed, epoch) if args.real_data else
+                       epoch_batches(spec, job.batch_size, job.steps, args.workers, args.seed,
+                                     epoch, pin_memory=device.type == "cuda"))
+            for x, y in batches:
                 x = x.to(device, non_blocking=True)
                 batch = (x, y.to(device, non_blocking=True)) if needs_labels else (x,)
                 loss = float(wl.train_step(batch))  # one host sync per step, to log the loss
