@@ -131,8 +131,15 @@ def read_loss_log(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         raise InputError(f"cannot read loss log {path}: {e.strerror}") from None
     if not rows or "step" not in rows[0] or "loss" not in rows[0]:
         raise InputError(f"{path}: expected a CSV with columns step, loss")
-    step = np.array([float(r["step"]) for r in rows])
-    loss = np.array([float(r["loss"]) for r in rows])
+    pts = []
+    for r in rows:  # a run killed mid-write leaves a partial last row: skip unreadable rows
+        try:
+            pts.append((float(r["step"]), float(r["loss"])))
+        except (TypeError, ValueError):
+            continue
+    if not pts:
+        raise InputError(f"{path}: no readable step, loss rows")
+    step, loss = (np.array(v) for v in zip(*pts, strict=True))
     return step / step.max(), loss
 
 
