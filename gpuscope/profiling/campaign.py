@@ -12,6 +12,7 @@ cifar10} and 3 generative models × mnist, × {sgd, adam} × {8, 16, 32, 64} × 
     optimizers = ["sgd", "adam"]
     batch_sizes = [8, 32]
     epochs = [1, 2]
+    precisions = ["fp32"]    # fp32, tf32, amp-fp16, amp-bf16 (optional; default fp32)
 
     [[matrix]]               # one or more groups; each may override the lists above
     models = ["lenet", "resnet20"]
@@ -23,6 +24,7 @@ resumable and a kill (even SIGKILL) loses at most the run in flight.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -42,10 +44,10 @@ else:  # pragma: no cover
 
 _CAMPAIGN_KEYS = {
     "name", "description", "timeout_s", "period_s", "steps_per_epoch", "optimizers",
-    "batch_sizes", "epochs", "memory_limit_mb", "framework",
+    "batch_sizes", "epochs", "memory_limit_mb", "framework", "precisions",
 }
 _GROUP_KEYS = {"models", "datasets", "optimizers", "batch_sizes", "epochs", "steps_per_epoch",
-               "framework"}
+               "framework", "precisions"}
 
 
 @dataclass
@@ -118,16 +120,14 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
         if spe is not None:
             _positive(where, "steps_per_epoch", spe, integer=True)
         framework = get("framework", "pytorch")
-        for m in models:
-            for ds in datasets:
-                for o in opts:
-                    for b in bss:
-                        for e in eps:
-                            try:
-                                j = JobSpec(m, ds, o, b, e, steps_per_epoch=spe, framework=framework)
-                            except InputError as err:
-                                raise InputError(f"{where}: {err}") from None
-                            jobs.setdefault(j.key, j)
+        precs = _list(where, "precisions", get("precisions", ["fp32"]), str)
+        for m, ds, o, b, e, pr in itertools.product(models, datasets, opts, bss, eps, precs):
+            try:
+                j = JobSpec(m, ds, o, b, e, steps_per_epoch=spe, framework=framework,
+                            precision=pr)
+            except InputError as err:
+                raise InputError(f"{where}: {err}") from None
+            jobs.setdefault(j.key, j)
     return Campaign(
         name=str(head.get("name", Path(source).stem)), jobs=list(jobs.values()),
         timeout_s=timeout_s, period_s=period_s, memory_limit_mb=mem,

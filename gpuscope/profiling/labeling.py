@@ -42,7 +42,7 @@ from gpuscope.resources import PEAK_FRACTION, PEAK_QUANTILE, RESOURCES, TARGETS,
 METHODS: tuple[str, ...] = ("kmeans", "median")
 IDENTITY_COLUMNS: tuple[str, ...] = (
     "run_id", "device", "provenance", "model", "dataset", "optimizer", "batch_size", "epochs",
-    "steps_per_epoch", "graph_key", "split",
+    "steps_per_epoch", "precision", "graph_key", "split",
 )
 LABEL_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, *TARGETS, "status")
 TRAIN_MODELS: frozenset[str] = frozenset(TABLE3_CNNS + TABLE3_GENERATIVE)
@@ -205,6 +205,7 @@ def identity(meta: TraceMeta) -> dict[str, Any]:
         "model": job.get("model"), "dataset": job.get("dataset"),
         "optimizer": job.get("optimizer"), "batch_size": job.get("batch_size"),
         "epochs": job.get("epochs"), "steps_per_epoch": job.get("steps_per_epoch"),
+        "precision": job.get("precision") or "fp32",
         "graph_key": job_graph_key(job), "split": split_of(str(job.get("model"))),
     }
 

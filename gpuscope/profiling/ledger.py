@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from gpuscope.errors import InputError
+from gpuscope.jobs import JobSpec
 from gpuscope.profiling.trace import TraceMeta
 
 _SCHEMA = """
@@ -116,9 +117,18 @@ class Ledger:
 def job_graph_key(job: dict) -> str:
     """``JobSpec.graph_key`` of a job dict, without re-validating it (the graph of a
     user-supplied job may live anywhere)."""
+    try:  # the one definition of the key (precision, accumulation, module digest, slugs)
+        return JobSpec.from_dict(job).graph_key
+    except (InputError, TypeError, ValueError):
+        pass
     graph = job.get("graph")
     base = Path(graph).stem if graph else str(job.get("model", ""))
-    return f"{base}-{job.get('dataset')}-{job.get('optimizer')}-b{job.get('batch_size')}"
+    key = f"{base}-{job.get('dataset')}-{job.get('optimizer')}-b{job.get('batch_size')}"
+    if job.get("precision", "fp32") != "fp32":
+        key += f"-{job['precision']}"
+    if int(job.get("grad_accum", 1) or 1) != 1:
+        key += f"-ga{job['grad_accum']}"
+    return key
 
 
 def trace_paths(runs_dir: str | Path) -> list[Path]:

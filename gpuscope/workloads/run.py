@@ -105,6 +105,11 @@ def train(args: argparse.Namespace, job: Any, device: Any, result: dict[str, Any
     t0 = time.perf_counter()
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True  # as real training scripts do
+        # PyTorch's defaults (cuDNN convolutions on TF32, matmuls in full fp32) are what the
+        # emulator models for fp32 jobs; a tf32 job also puts matmuls on TF32 tensor cores.
+        torch.backends.cuda.matmul.allow_tf32 = job.precision == "tf32"
+        torch.backends.cudnn.allow_tf32 = True
+    result["precision"] = job.precision
     wl = build_workload(job, device, seed=args.seed)
     spec = PipelineSpec(job.dataset, _pipeline_target(wl.kind))
     needs_labels = wl.kind in ("classifier", "conditional_gan")
