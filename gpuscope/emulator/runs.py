@@ -78,7 +78,11 @@ def emulate_device(
     p = params or default_params()
     out = Path(out_dir)
     counts: Counter[str] = Counter()
-    with Ledger(out / "ledger.sqlite") as ledger:
+    from gpuscope.profiling.ledger import campaign_lock
+
+    # Issue 18: one campaign per folder, and a folder holds one device and provenance.
+    with campaign_lock(out), Ledger(out / "ledger.sqlite", device=device.name,
+                                    provenance="emulated") as ledger:
         done = ledger.done_ids()
         todo = [j for j in jobs if j.key not in done]
         bar = tqdm(todo, desc=f"emulate {device.name}", unit="run", disable=not progress)

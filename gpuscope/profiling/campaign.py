@@ -20,6 +20,12 @@ cifar10} and 3 generative models × mnist, × {sgd, adam} × {8, 16, 32, 64} × 
 
 Runs are recorded in ``<out>/ledger.sqlite`` after their trace is in place, so a campaign is
 resumable and a kill (even SIGKILL) loses at most the run in flight.
+
+Issue 18: a campaign holds the runs folder's lock (``ledger.campaign_lock``), opens the ledger
+for its device and provenance (another device's folder is refused), re-runs ``error`` runs
+with ``retry_errors``, and aborts with one line when the environment is broken: the first
+:data:`ENV_FAILURE_RUNS` runs all failing with the same error before training a step (a bad
+``--job-device``, a missing entry point) are not recorded, so a fixed rerun makes them.
 """
 
 from __future__ import annotations
@@ -33,9 +39,9 @@ from typing import Any
 
 from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
-from gpuscope.profiling.ledger import Ledger
+from gpuscope.profiling.ledger import Ledger, campaign_lock
 from gpuscope.profiling.runner import RunOptions, run_job
-from gpuscope.profiling.trace import DEFAULT_PERIOD_S
+from gpuscope.profiling.trace import DEFAULT_PERIOD_S, TraceMeta
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -147,9 +153,16 @@ def load_campaign(path: str | Path) -> Campaign:
     return parse_campaign(data, str(path))
 
 
-def pending_jobs(campaign: Campaign, ledger: Ledger, max_runs: int | None = None) -> list[JobSpec]:
-    """Jobs of the campaign not yet in the ledger, in matrix order, at most ``max_runs``."""
-    done = ledger.done_ids()
+#: This many first runs failing alike at start-up abort the campaign (environment failure).
+ENV_FAILURE_RUNS = 3
+
+
+def pending_jobs(campaign: Campaign, ledger: Ledger, max_runs: int | None = None,
+                 retry_errors: bool = False) -> list[JobSpec]:
+    """Jobs of the campaign not yet in the ledger (for its device and provenance), in matrix
+    order, at most ``max_runs``; ``retry_errors``: runs recorded as ``error`` count as
+    pending."""
+    done = ledger.done_ids(retry_errors)
     todo = [j for j in campaign.jobs if j.key not in done]
     return todo if max_runs is None else todo[:max_runs]
 
@@ -172,32 +185,67 @@ def run_options(campaign: Campaign, device_name: str, **overrides: Any) -> RunOp
     return RunOptions(**kw)
 
 
+def _startup_failure(meta: TraceMeta) -> bool:
+    """An ``error`` run that never trained a step (no result line, no loss log)."""
+    return meta.status == "error" and not meta.result.get("loss_log") and \
+        not meta.result.get("steps")
+
+
+def _one_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    return lines[0][:300] if lines else "no error message"
+
+
 def run_campaign(
     campaign: Campaign,
     out_dir: str | Path,
     opts: RunOptions,
     max_runs: int | None = None,
     progress: bool = True,
+    retry_errors: bool = False,
 ) -> Counter[str]:
     """Run the campaign's pending jobs one after another (local backend).
 
     Each run: subprocess + sampling → trace written to a temp file and renamed into
     ``traces/<run_id>.parquet`` → ledger row committed. Returns counts by status of the runs
-    made now.
+    made now. While the first runs all fail at start-up, their results wait for the
+    environment check (module docstring) before they are recorded; finished runs never wait.
     """
     from tqdm import tqdm
 
     out = Path(out_dir)
-    remove_stale_temps(out)
     counts: Counter[str] = Counter()
-    with Ledger(out / "ledger.sqlite") as ledger:
-        todo = pending_jobs(campaign, ledger, max_runs)
+    with campaign_lock(out), Ledger(out / "ledger.sqlite", device=opts.device_name,
+                                    provenance="measured") as ledger:
+        remove_stale_temps(out)
+        todo = pending_jobs(campaign, ledger, max_runs, retry_errors)
+        held: list[tuple[TraceMeta, Path]] = []  # results awaiting the environment check
+        check = len(todo) >= ENV_FAILURE_RUNS
         bar = tqdm(todo, desc=f"profile {campaign.name}", unit="run", disable=not progress)
         for job in bar:
             bar.set_postfix_str(job.key, refresh=False)
             trace = out / "traces" / f"{job.key}.parquet"
             meta = run_job(job, trace, opts)
-            ledger.record(meta, trace)
             counts[meta.status] += 1
+            if check and _startup_failure(meta):
+                held.append((meta, trace))
+                if len(held) < ENV_FAILURE_RUNS:
+                    continue
+                if len({m.error for m, _ in held}) == 1:
+                    for _, t in held:  # not results: a rerun in a fixed environment makes them
+                        t.unlink(missing_ok=True)
+                    bar.close()
+                    raise InputError(
+                        f"environment failure: the first {len(held)} runs all failed at "
+                        f"start-up with: {_one_line(held[0][0].error)} (nothing recorded; check "
+                        "--job-device / --command / the Python environment)")
+            else:
+                held.append((meta, trace))
+            check = False
+            for m, t in held:
+                ledger.record(m, t)
+            held = []
             bar.set_postfix(counts, refresh=False)
+        for m, t in held:  # fewer runs than the check needs: record them as they are
+            ledger.record(m, t)
     return counts

@@ -35,6 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "cluster (default: that of slurm up if one is up, else $SLURM_CONF's)")
     r.add_argument("--command", help="replace the workloads entry point with this command line "
                    "({job} = job JSON file, {loss_log} = loss log path); custom harnesses, tests")
+    r.add_argument("--retry-errors", action="store_true",
+                   help="run again the runs recorded as error (default: every recorded run "
+                        "is done)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=_run)
 
@@ -67,9 +70,36 @@ def _positive(name: str, v: float | None) -> None:
         raise InputError(f"{name} must be > 0, got {v}")
 
 
-def _run(args: argparse.Namespace) -> int:
-    from gpuscope.profiling.campaign import load_campaign, pending_jobs, run_campaign, run_options
+def _sigterm_as_interrupt() -> None:
+    """SIGTERM of the campaign unwinds like Ctrl-C, so the running job's process group is
+    killed on the way out (issue 18; SIGKILL is covered by the job's parent-death signal)."""
+    import signal
+    import threading
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+
+
+def _busy_summary(out: Path) -> dict[str, object]:
+    """Runs of the folder recorded on a busy host (issue 18), for the campaign summary."""
     from gpuscope.profiling.ledger import Ledger
+
+    with Ledger(out / "ledger.sqlite") as ledger:
+        metas = [json.loads(m) for m in ledger.runs()["meta_json"]]
+    busy = [m for m in metas if m.get("host_busy")]
+    fracs = [float(m["host_busy_frac"]) for m in busy if m.get("host_busy_frac") is not None]
+    return {"host_busy": len(busy), "host_busy_max_frac": max(fracs) if fracs else None,
+            "recorded": len(metas)}
+
+
+def _run(args: argparse.Namespace) -> int:
+    import sys
+
+    from gpuscope.profiling.campaign import load_campaign, pending_jobs, run_campaign, run_options
+    from gpuscope.profiling.ledger import Ledger, campaign_lock
 
     campaign = load_campaign(args.campaign)
     for name in ("max_runs", "timeout_s", "period_s", "memory_limit_mb"):
@@ -81,29 +111,41 @@ def _run(args: argparse.Namespace) -> int:
         use_nvml=False if args.no_nvml else None,
         command=tuple(shlex.split(args.command)) if args.command else None,
     )
+    _sigterm_as_interrupt()
     if args.backend == "local":
-        counts = run_campaign(campaign, out, opts, args.max_runs, progress=not args.quiet)
+        counts = run_campaign(campaign, out, opts, args.max_runs, progress=not args.quiet,
+                              retry_errors=args.retry_errors)
     else:
         from gpuscope.profiling.ray_backend import run_campaign_ray
 
         gpus = args.gpus
         if gpus is None:
             gpus = (1 if args.backend == "slurm" else _nvml_count()) if opts.use_nvml else 0
-        with Ledger(out / "ledger.sqlite") as ledger:
-            todo = pending_jobs(campaign, ledger, args.max_runs)
-        if args.backend == "slurm":  # one sbatch per run on a node of this GPU type
-            from gpuscope.profiling.slurm_backend import run_campaign_slurm
+        with campaign_lock(out):
+            with Ledger(out / "ledger.sqlite", device=opts.device_name,
+                        provenance="measured") as ledger:
+                todo = pending_jobs(campaign, ledger, args.max_runs, args.retry_errors)
+            if args.backend == "slurm":  # one sbatch per run on a node of this GPU type
+                from gpuscope.profiling.slurm_backend import run_campaign_slurm
 
-            counts = run_campaign_slurm(todo, out, opts, gpus=gpus, partition=args.slurm_partition,
-                                        cpus_per_task=max(1, round(args.cpus_per_task)),
-                                        state_dir=args.slurm_state_dir, progress=not args.quiet)
-        else:
-            counts = run_campaign_ray(todo, out, opts, address=args.ray_address, num_gpus=gpus,
-                                      cpus_per_task=args.cpus_per_task, progress=not args.quiet)
-    with Ledger(out / "ledger.sqlite") as ledger:
-        total = len(ledger)
-    print(json.dumps({"runs_dir": str(out), "ran": dict(counts), "recorded": total,
-                      "campaign_jobs": len(campaign.jobs)}))
+                counts = run_campaign_slurm(
+                    todo, out, opts, gpus=gpus, partition=args.slurm_partition,
+                    cpus_per_task=max(1, round(args.cpus_per_task)),
+                    state_dir=args.slurm_state_dir, progress=not args.quiet)
+            else:
+                counts = run_campaign_ray(todo, out, opts, address=args.ray_address,
+                                          num_gpus=gpus, cpus_per_task=args.cpus_per_task,
+                                          progress=not args.quiet)
+    busy = _busy_summary(out)
+    if busy["host_busy"]:
+        frac = busy["host_busy_max_frac"]
+        sys.stderr.write(
+            f"warning: {busy['host_busy']} of {busy['recorded']} recorded runs ran on a busy "
+            f"host (other processes used up to {100 * float(frac or 0):.0f} % of the CPU); "
+            "their times and CPU labels are not clean measurements (host_busy in the run "
+            "metadata)\n")
+    print(json.dumps({"runs_dir": str(out), "ran": dict(counts), "recorded": busy["recorded"],
+                      "campaign_jobs": len(campaign.jobs), "host_busy": busy["host_busy"]}))
     return 0
 
 
@@ -183,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         sys.stderr.write(f"gpuscope: error: {e}\n")
         return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("gpuscope: interrupted; finished work is kept\n")
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,13 +4,25 @@ A run is recorded only after its trace has been renamed into place (``write_trac
 atomic), in one transaction, so a campaign killed at any moment — even with SIGKILL — loses
 at most the run in flight, and re-running it skips every recorded run (``run_id`` is
 ``JobSpec.key``, deterministic). Non-``ok`` runs (oom, error, timeout) are results, as in
-seed 001 Fig. 5–7, and count as done.
+seed 001 Fig. 5–7, and count as done (``error`` runs are re-run on request:
+``done_ids(retry_errors=True)``, ``profile run --retry-errors``).
+
+Issue 18: a run's key is ``(device, provenance, run_id)``. A runs folder is bound to the
+device and provenance of the runs it holds (its traces are named ``<run_id>.parquet``), so
+opening it for another device or provenance (``Ledger(path, device=, provenance=)``)
+refuses with one line instead of treating the other device's runs as done. A campaign holds
+:func:`campaign_lock` (``fcntl.flock`` on ``<runs>/.campaign.lock``) for its whole length:
+a second campaign in the same folder refuses with one line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import sqlite3
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -39,12 +51,46 @@ RUN_COLUMNS: tuple[str, ...] = (
 )
 
 
+LOCK_NAME = ".campaign.lock"
+
+
+@contextlib.contextmanager
+def campaign_lock(runs_dir: str | Path) -> Iterator[Path]:
+    """Hold an exclusive ``flock`` on ``<runs_dir>/.campaign.lock`` (issue 18): a second
+    campaign in the same folder gets one :class:`InputError` line naming the holder. The
+    kernel drops the lock when its holder dies, even by SIGKILL: no stale lock to clean."""
+    d = Path(runs_dir)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd = os.open(d / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise InputError(f"cannot lock runs folder {d}: {e.strerror}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise InputError(f"runs folder {d} is in use by another campaign (pid {holder}); "
+                             "wait for it or use another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield d / LOCK_NAME
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
 class Ledger:
     """SQLite ledger of a runs folder. ``trace_path`` is stored relative to the ledger's
-    folder when it lies inside it, so a runs folder can be moved or committed."""
+    folder when it lies inside it, so a runs folder can be moved or committed.
 
-    def __init__(self, path: str | Path) -> None:
+    ``device`` / ``provenance``: the campaign about to write here (issue 18). The folder's
+    recorded runs must be of that device and provenance, else :class:`InputError`;
+    ``done_ids`` and ``record`` then work on that key only."""
+
+    def __init__(self, path: str | Path, device: str | None = None,
+                 provenance: str | None = None) -> None:
         self.path = Path(path)
+        self.device, self.provenance = device, provenance
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             # isolation_level=None: explicit BEGIN/COMMIT, so each record is one transaction.
@@ -54,6 +100,29 @@ class Ledger:
             self._conn.execute(_SCHEMA)
         except sqlite3.DatabaseError as e:
             raise InputError(f"cannot open ledger {self.path}: {e}") from None
+        if device is not None or provenance is not None:
+            self._check_binding()
+
+    def _check_binding(self) -> None:
+        held = self._conn.execute(
+            "SELECT device, provenance, COUNT(*) FROM runs GROUP BY device, provenance").fetchall()
+        other = [(d, p, n) for d, p, n in held
+                 if (self.device is not None and d != self.device)
+                 or (self.provenance is not None and p != self.provenance)]
+        if other:
+            d, p, n = other[0]
+            raise InputError(
+                f"runs folder {self.path.parent} holds {n} {p} run(s) of device {d!r}, not "
+                f"{self.provenance or p} runs of {self.device or d!r}; a runs folder holds one "
+                "device and provenance: use another --out")
+
+    def _where(self) -> tuple[str, tuple[str, ...]]:
+        conds, args = [], []
+        for col, v in (("device", self.device), ("provenance", self.provenance)):
+            if v is not None:
+                conds.append(f"{col} = ?")
+                args.append(v)
+        return (" AND " + " AND ".join(conds) if conds else ""), tuple(args)
 
     def close(self) -> None:
         self._conn.close()
@@ -64,15 +133,25 @@ class Ledger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def is_done(self, run_id: str) -> bool:
-        row = self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        return row is not None
+    def is_done(self, run_id: str, retry_errors: bool = False) -> bool:
+        return run_id in self.done_ids(retry_errors)
 
-    def done_ids(self) -> set[str]:
-        return {r[0] for r in self._conn.execute("SELECT run_id FROM runs")}
+    def done_ids(self, retry_errors: bool = False) -> set[str]:
+        """Run ids recorded for this ledger's device and provenance; ``retry_errors``: not
+        those whose status is ``error`` (they are run again and replaced)."""
+        where, args = self._where()
+        if retry_errors:
+            where += " AND status != 'error'"
+        return {r[0] for r in self._conn.execute(f"SELECT run_id FROM runs WHERE 1=1{where}",
+                                                 args)}
 
     def record(self, meta: TraceMeta, trace_path: str | Path) -> None:
         """Record a finished run (insert or replace) in one transaction."""
+        if (self.device is not None and meta.device != self.device) or \
+                (self.provenance is not None and meta.provenance != self.provenance):
+            raise InputError(f"run {meta.run_id} is a {meta.provenance} run of {meta.device!r}; "
+                             f"ledger {self.path} holds {self.provenance} runs of "
+                             f"{self.device!r}")
         tp = Path(trace_path)
         try:
             tp = tp.resolve().relative_to(self.path.parent.resolve())

@@ -7,11 +7,19 @@ The job runs through the workloads entry point
 into a status ``ok | oom | error | timeout`` — an out-of-memory job is a result (seed 001
 Fig. 5–7), not a crash. The trace is written atomically, so a killed campaign never leaves a
 half-written file behind.
+
+Issue 18: the job dies with its campaign. It runs in its own process group (a timeout, Ctrl-C
+or SIGTERM kills the whole group) and, on Linux, with a parent-death signal
+(``prctl(PR_SET_PDEATHSIG, SIGKILL)``), so even a SIGKILLed campaign leaves no orphan
+training job behind to slow down the resumed runs. Each run also records how busy the host
+was with *other* processes (``host_busy_frac``, ``host_busy``: :func:`host_busy`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
+import math
 import os
 import signal
 import subprocess
@@ -24,6 +32,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import psutil
+
+from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
 from gpuscope.profiling.env import device_identity, host_name, versions
 from gpuscope.profiling.samplers import Sampler
@@ -31,6 +42,12 @@ from gpuscope.profiling.trace import DEFAULT_PERIOD_S, TraceMeta, write_trace
 
 EXIT_STATUS: dict[int, str] = {0: "ok", 3: "oom"}
 ENTRY_POINT: tuple[str, ...] = ("-m", "gpuscope.workloads.run")
+#: A run is flagged ``host_busy`` when other processes used more than this fraction of all
+#: cores before or during it (its measured times and CPU labels are then not clean).
+HOST_BUSY_FRAC: float = 0.25
+#: Length of the pre-run look at the host's CPU use (seconds).
+BUSY_PROBE_S: float = 0.2
+_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,8 @@ class RunOptions:
         command: replaces the entry point (tests); ``{job}`` and ``{loss_log}`` are filled in.
         real_data: ``--real-data`` for the entry point (``digits``: real labels, so the loss
             log shows real convergence); None = the synthetic pipeline.
+        busy_probe_s: seconds of host CPU sampling before the job starts (0: none); with the
+            run's own samples it gives ``host_busy_frac`` (issue 18).
     """
 
     device_name: str
@@ -60,6 +79,7 @@ class RunOptions:
     gpu_index: int = 0
     command: tuple[str, ...] | None = None
     real_data: str | None = None
+    busy_probe_s: float = BUSY_PROBE_S
 
 
 def _command(opts: RunOptions, job_file: Path, loss_log: Path) -> list[str]:
@@ -86,6 +106,37 @@ def keep_loss_log(loss_log: Path, trace_path: Path, run_id: str) -> str | None:
     tmp.write_bytes(loss_log.read_bytes())
     tmp.replace(dest)
     return f"losses/{run_id}.csv"
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """``preexec_fn`` of the job (runs in the child before exec): SIGKILL it when the campaign
+    dies (Linux ``PR_SET_PDEATHSIG``); if the campaign already died, exit now."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the process group still covers the rest
+        return
+    if os.getppid() != parent_pid:  # the parent died between fork and prctl
+        os._exit(137)
+
+
+def host_busy(cpu_util: Any, proc_cpu_util: Any, before_pct: float | None
+              ) -> tuple[float | None, bool]:
+    """(fraction of all cores other processes used, busy flag) of a run (issue 18): the
+    larger of the pre-run probe and the run's mean of ``cpu_util - proc_cpu_util`` (system
+    CPU minus the job's own process tree, per sample)."""
+    vals = []
+    if before_pct is not None and math.isfinite(before_pct):
+        vals.append(before_pct / 100.0)
+    if cpu_util is not None and proc_cpu_util is not None and len(cpu_util):
+        other = [max(float(c) - float(p), 0.0) for c, p in zip(cpu_util, proc_cpu_util)
+                 if math.isfinite(float(c)) and math.isfinite(float(p))]
+        if other:
+            vals.append(sum(other) / len(other) / 100.0)
+    if not vals:
+        return None, False
+    frac = round(min(max(vals), 1.0), 4)
+    return frac, frac > HOST_BUSY_FRAC
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -135,13 +186,21 @@ def run_job(
         out_path, err_path = tmpd / "stdout", tmpd / "stderr"
         sampler = Sampler(opts.period_s, nvml=nvml, use_nvml=opts.use_nvml, gpu_index=opts.gpu_index)
         gpu_info = sampler.device_info()
+        before = psutil.cpu_percent(interval=opts.busy_probe_s) if opts.busy_probe_s > 0 \
+            else None
+        cmd, me = _command(opts, job_file, loss_log), os.getpid()
         with out_path.open("wb") as out_fh, err_path.open("wb") as err_fh:
             t0 = time.monotonic()
-            # A new session: on timeout the whole process group (data loader workers too) dies.
-            proc = subprocess.Popen(
-                _command(opts, job_file, loss_log), stdout=out_fh, stderr=err_fh,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )
+            # A new session: on timeout the whole process group (data loader workers too) dies;
+            # the parent-death signal: a SIGKILLed campaign takes its job along.
+            try:
+                proc = subprocess.Popen(
+                    cmd, stdout=out_fh, stderr=err_fh, stdin=subprocess.DEVNULL,
+                    start_new_session=True, preexec_fn=lambda: _die_with_parent(me),
+                )
+            except OSError as e:  # the command itself cannot start: the environment's fault
+                raise InputError(f"cannot start the job command {cmd[0]!r}: "
+                                 f"{e.strerror or e}") from None
             sampler.pid = proc.pid
             sampler.start()
             timed_out = False
@@ -161,6 +220,7 @@ def run_job(
         stderr = err_path.read_text(errors="replace")
         kept = keep_loss_log(loss_log, Path(trace_path), job.key)
     result = _last_json_line(stdout)
+    busy_frac, busy = host_busy(df.get("cpu_util"), df.get("proc_cpu_util"), before)
     if kept:
         result["loss_log"] = kept  # the metadata names the log (seed 004 needs real curves)
     if timed_out:
@@ -188,6 +248,8 @@ def run_job(
         started_at=started_at,
         error=error,
         result=result,
+        host_busy_frac=busy_frac,
+        host_busy=busy,
     )
     write_trace(trace_path, df, meta)
     return meta

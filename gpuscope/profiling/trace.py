@@ -50,6 +50,10 @@ class TraceMeta:
         started_at: ISO-8601 UTC start time.
         error: last line of the job's error output for non-``ok`` runs ("" otherwise).
         result: the JSON line the workloads entry point printed ({} when none).
+        host_busy_frac: fraction of all CPU cores other processes used before or during a
+            measured run (None: not measured, e.g. emulated runs) (issue 18).
+        host_busy: ``host_busy_frac`` above ``runner.HOST_BUSY_FRAC``: the run's times and
+            CPU labels were taken on a busy host.
     """
 
     run_id: str
@@ -67,6 +71,8 @@ class TraceMeta:
     started_at: str = ""
     error: str = ""
     result: dict[str, Any] = field(default_factory=dict)
+    host_busy_frac: float | None = None
+    host_busy: bool = False
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
