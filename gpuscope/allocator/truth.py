@@ -8,6 +8,10 @@ number of steps per epoch actually run (so a full-length job never borrows the t
 shortened profiling run). A run whose status is not ``ok`` (out of memory) means
 the job does not fit that device: the oracle never places it there, and a policy that does
 sees the job fail after the recorded time to crash.
+
+Issue 18: a ``--truth`` folder must exist, and each device's labels must hold rows of that
+device and of one provenance (:func:`read_truth_labels`); devices of a cluster may differ in
+provenance (``measured+emulated``), rows of one device never do.
 """
 
 from __future__ import annotations
@@ -25,9 +29,36 @@ TRUTH_COLUMNS: tuple[str, ...] = ("job_id", "device", "exec_time_s", "status", "
 _KEY5 = ("model", "dataset", "optimizer", "batch_size", "epochs")
 
 
+def check_truth_dir(truth_dir: str | Path) -> Path:
+    """A ``--truth`` folder must exist (issue 18: a missing one was silently ignored)."""
+    d = Path(truth_dir)
+    if not d.is_dir():
+        raise InputError(f"--truth {truth_dir}: no such folder")
+    return d
+
+
+def read_truth_labels(path: Path, device: str) -> pd.DataFrame:
+    """One device's ground-truth labels: every row of that device and of one provenance
+    (issue 18: never taken from one row), else one :class:`InputError` line."""
+    from gpuscope.provenance import check_folder_labels
+
+    try:
+        lab = pd.read_parquet(path)
+    except Exception as e:  # noqa: BLE001 - any parquet failure is the same user problem
+        raise InputError(f"ground truth {path}: not a readable labels file "
+                         f"({type(e).__name__})") from None
+    if "device" not in lab.columns:
+        lab["device"] = device
+    dev, prov = check_folder_labels(lab, path.parent, unknown_ok=True)
+    if dev != device:
+        raise InputError(f"ground truth {path}: rows of device {dev!r}, not {device!r}")
+    lab["provenance"] = prov
+    return lab
+
+
 def labels_path(truth_dir: str | Path, device: str) -> Path | None:
     """``<dir>/<device>/labels.parquet``; under a ``datasets/`` root, measured before emulated."""
-    d = Path(truth_dir)
+    d = check_truth_dir(truth_dir)
     for cand in (d / device, d / "measured" / device, d / "emulated" / device):
         if (cand / "labels.parquet").is_file():
             return cand / "labels.parquet"
@@ -93,7 +124,7 @@ def truth_steps(truth_dir: str | Path, devices: Sequence[str]) -> int | None:
         p = labels_path(truth_dir, d)
         if p is None:
             continue
-        lab = pd.read_parquet(p)
+        lab = read_truth_labels(p, d)
         if "steps_per_epoch" not in lab.columns:
             continue
         if "split" in lab.columns and (lab["split"] == "unseen").any():
@@ -116,7 +147,7 @@ def load_truth(
         if p is None:
             raise InputError(f"no ground truth for {dev}: {truth_dir}/{dev}/labels.parquet missing")
         cols = [*_KEY5, "steps_per_epoch", "exec_time_s", "status", "provenance"]
-        lab = pd.read_parquet(p)
+        lab = read_truth_labels(p, dev)
         frames.append(match_labels(jobs, lab[[c for c in cols if c in lab.columns]], dev))
     truth = pd.concat(frames, ignore_index=True)
     have = set(zip(truth["job_id"], truth["device"]))

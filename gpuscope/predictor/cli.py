@@ -73,6 +73,7 @@ def register(subparsers: Any) -> None:
     e.add_argument("--model", required=True, help="checkpoint (.pt)")
     e.add_argument("--baseline", choices=("gbt",), help="also fit and score the GBT baseline")
     e.add_argument("-o", "--output", help="also write the table as CSV")
+    e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=_evaluate)
 
     g = subparsers.add_parser("predictor", help="predictor corpus and ablation")
@@ -188,8 +189,12 @@ def _evaluate_physics(a: argparse.Namespace) -> int:
     from gpuscope.predictor.v2eval import score_targets
 
     ck = read_checkpoint_dict(a.model)
-    data = load_physics([a.dataset])
-    dev = str(data.labels["device"].iloc[0])
+    data = load_physics([a.dataset], progress=not a.quiet)
+    devs = sorted(set(data.labels["device"].astype(str)))
+    if len(devs) != 1:  # issue 18: every row is predicted on one device, never row 0's
+        raise InputError(f"{a.dataset}: rows of {len(devs)} devices ({', '.join(devs[:4])}); "
+                         "evaluate one device's dataset at a time")
+    dev = devs[0]
     pred = PhysicsPredictor(ck, device=dev if ck["device"] == "multi" else None)
     y_hat = pred.model.predict(data.frame, data.total_steps())
     y = data.Y()

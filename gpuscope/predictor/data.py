@@ -10,7 +10,6 @@ of the row's JobSpec (epochs and steps are not part of the graph).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from torch_geometric.data import Data
 
 from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
+from gpuscope.provenance import check_folder_labels, manifest_of
 
 #: Label columns that identify a run's job (design.md, Labels).
 JOB_COLUMNS: tuple[str, ...] = ("model", "dataset", "optimizer", "batch_size", "epochs",
@@ -180,13 +180,10 @@ def load_dataset(path: str | Path) -> PredictorData:
     if "split" not in labels:
         labels["split"] = "train"
     graphs = load_encoded(graphs_p)
-    manifest: dict[str, Any] = {}
-    if (path / "manifest.json").is_file():
-        manifest = json.loads((path / "manifest.json").read_text())
+    manifest = manifest_of(path)
     vocab_json = (path / "vocab.json").read_text() if (path / "vocab.json").is_file() else "{}"
-    device = str(labels["device"].iloc[0])
-    provenance = str(labels["provenance"].iloc[0]) if "provenance" in labels else \
-        str(manifest.get("provenance", path.parent.name))
+    # Issue 18: every row's device and provenance, never row 0's (one line when mixed).
+    device, provenance = check_folder_labels(labels, path)
     encoding = default_encoding(graphs)
     enc = manifest.get("encoding") if isinstance(manifest.get("encoding"), dict) else manifest
     for key in ("k", "features", "grouping"):

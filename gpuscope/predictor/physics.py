@@ -243,13 +243,16 @@ class FeatureBuilder:
         return self._rows[key]
 
     def frame(self, jobs: Sequence[JobSpec], devices: Sequence[str],
-              progress: bool = False) -> pd.DataFrame:
-        """One row per (jobs[i], devices[i]): ``FEATURES`` + ``ANALYTIC_COLUMNS``."""
+              progress: bool = True) -> pd.DataFrame:
+        """One row per (jobs[i], devices[i]): ``FEATURES`` + ``ANALYTIC_COLUMNS``.
+
+        ``progress``: a bar on stderr (a terminal only) once the rows take over 2 s — a cold
+        graph cache exports each job's graph here, minutes for a queue (issue 18)."""
         from tqdm.auto import tqdm
 
         pairs = list(zip(jobs, devices, strict=True))
-        rows = [self.row(j, d) for j, d in tqdm(pairs, desc="features", unit="row",
-                                                disable=not progress or len(pairs) < 200)]
+        rows = [self.row(j, d) for j, d in tqdm(pairs, desc="graphs+features", unit="row",
+                                                delay=2.0, disable=None if progress else True)]
         cols = list(FEATURES) + list(ANALYTIC_COLUMNS)
         return pd.DataFrame(rows, columns=cols)
 

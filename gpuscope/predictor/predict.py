@@ -87,9 +87,12 @@ class Predictor:
         keys = [j.graph_key for j in jobs]
         todo = sorted({k for k in keys if k not in self._readouts})
         if todo:
+            from tqdm.auto import tqdm
+
             by_key = {j.graph_key: j for j in jobs}
             data = []
-            for k in todo:
+            # a cold graph cache exports each graph: a bar (terminal only) past 2 s (issue 18)
+            for k in tqdm(todo, desc="graphs", unit="graph", delay=2.0, disable=None):
                 g = self.graphs.get(k)
                 if g is None:
                     g = self._encode(by_key[k])

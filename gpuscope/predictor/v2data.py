@@ -22,6 +22,7 @@ import pandas as pd
 from gpuscope.errors import InputError
 from gpuscope.jobs import MODEL_FAMILY, JobSpec
 from gpuscope.predictor.physics import ANALYTIC_COLUMNS, FEATURES, FeatureBuilder
+from gpuscope.provenance import check_folder_labels, check_labels, one_provenance
 from gpuscope.resources import TARGETS
 
 _JOB_FIELDS = {f.name for f in fields(JobSpec)}
@@ -119,22 +120,38 @@ def load_physics(paths: Sequence[str | Path], builder: FeatureBuilder | None = N
                  progress: bool = False) -> PhysicsData:
     """Dataset folders and/or corpus parquet files → one :class:`PhysicsData`."""
     builder = builder or FeatureBuilder()
-    parts = []
+    parts, provs = [], []
     for p in map(Path, paths):
         corpus = p if p.suffix == ".parquet" else p / "corpus.parquet"
         if corpus.is_file():
-            parts.append(from_corpus(pd.read_parquet(corpus)))
+            df = _read_parquet(corpus)
+            # A corpus spans devices (multi-device by design), never provenances.
+            _, prov = check_labels(df, f"corpus {corpus}", multi_device=True,
+                                   provenance=None if "provenance" in df else "emulated")
+            parts.append(from_corpus(df))
+            provs.append(prov)
             continue
         lp = p / "labels.parquet"
         if not lp.is_file():
             raise InputError(f"dataset {p}: labels.parquet is missing")
-        labels = pd.read_parquet(lp)
-        if "provenance" not in labels:
-            labels["provenance"] = p.parent.name
+        labels = _read_parquet(lp)
+        # Issue 18: a dataset folder holds one device and one provenance (every row checked);
+        # several folders make a multi-device model, of one provenance.
+        _, prov = check_folder_labels(labels, p)
+        labels["provenance"] = prov
+        provs.append(prov)
         parts.append(from_labels(labels, builder, progress))
     if not parts:
         raise InputError("no dataset given")
+    one_provenance(provs, ", ".join(map(str, paths)))
     return concat(parts)
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(path)
+    except Exception as e:  # noqa: BLE001 - any parquet failure is the same user problem
+        raise InputError(f"cannot read {path} ({type(e).__name__})") from None
 
 
 def from_corpus(df: pd.DataFrame) -> PhysicsData:

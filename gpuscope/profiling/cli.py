@@ -201,8 +201,15 @@ def _build(args: argparse.Namespace) -> int:
 
     manifest = build_dataset(args.runs, args.out, method=args.method, traces=args.traces,
                              notes=args.note, progress=not args.quiet)
+    if manifest.get("host_busy_runs"):
+        import sys
+
+        sys.stderr.write(f"warning: {manifest['host_busy_runs']} of {manifest['rows']} runs "
+                         "were taken on a busy host (host_busy in their metadata; "
+                         "host_busy_runs in the manifest)\n")
     print(json.dumps({"dataset": str(args.out), "rows": manifest["rows"],
-                      "graphs": manifest["graphs"], "status": manifest["counts_by_status"]}))
+                      "graphs": manifest["graphs"], "status": manifest["counts_by_status"],
+                      "host_busy_runs": manifest.get("host_busy_runs", 0)}))
     return 0
 
 

@@ -6,11 +6,20 @@ matrices per workload, one dataset per device; design.md, Datasets).
 ``vocab.json`` (op-frequency vocabulary fitted on the dataset's graphs), ``manifest.json`` +
 ``MANIFEST.md`` (hardware, host, versions, date, counts by status, provenance, notes), and
 optionally raw ``traces/``. Measured and emulated runs are never mixed in one dataset.
+
+Issue 18: runs are keyed by ``(device, provenance, run_id)`` across ``--runs`` folders, so a
+second folder of another device reaches the one-device check instead of being dropped as a
+repeat; the same run in two folders keeps the first (counted in the manifest as
+``duplicate_runs``). The folder is written atomically: built in a hidden temp sibling, then
+renamed into place; an existing folder is replaced only when it is a dataset of the same
+device and provenance (or empty), else refused with one line. Runs taken on a busy host
+(``host_busy`` in their metadata) are counted in the manifest (``host_busy_runs``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections import Counter
 from datetime import datetime, timezone
@@ -24,6 +33,7 @@ from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
 from gpuscope.profiling.labeling import label_trace, labels_frame
 from gpuscope.profiling.ledger import trace_paths
+from gpuscope.profiling.runner import HOST_BUSY_FRAC
 from gpuscope.profiling.trace import TraceMeta, read_trace
 
 TRACE_BUDGET_BYTES = 5 * 2**20
@@ -36,14 +46,16 @@ def _collect(
     runs_dirs: list[str | Path], method: str
 ) -> tuple[pd.DataFrame, list[TraceMeta], list[Path], list[dict[str, float]]]:
     """Label every run; also each ok run's mean utilisation per column (for the manifest)."""
-    rows, metas, paths, seen = [], [], [], set()
+    rows, metas, paths = [], [], []
+    seen: set[tuple[str, str, str]] = set()
     usage: list[dict[str, float]] = []
     for d in runs_dirs:
         for tp in trace_paths(d):
             df, meta = read_trace(tp)
-            if meta.run_id in seen:  # the same job in two runs folders: keep the first
+            key = (meta.device, meta.provenance, meta.run_id)
+            if key in seen:  # the same run in two runs folders: keep the first
                 continue
-            seen.add(meta.run_id)
+            seen.add(key)
             rows.append(label_trace(df, meta, method))
             metas.append(meta)
             paths.append(Path(tp))
@@ -51,14 +63,16 @@ def _collect(
                 usage.append({c: float(df[c].mean()) for c in USAGE_COLUMNS if c in df.columns})
     if not rows:
         raise InputError(f"no runs recorded in {', '.join(map(str, runs_dirs))}")
-    provs = sorted({m.provenance for m in metas})
+    provs = Counter(m.provenance for m in metas)
     if len(provs) > 1:
-        raise InputError("refusing to mix measured and emulated runs in one dataset; "
-                         "build one dataset per provenance")
-    devices = sorted({m.device for m in metas})
+        raise InputError("refusing to mix measured and emulated runs in one dataset ("
+                         + ", ".join(f"{n} {p}" for p, n in sorted(provs.items()))
+                         + "); build one dataset per provenance")
+    devices = Counter(m.device for m in metas)
     if len(devices) > 1:
-        raise InputError(f"runs are from several devices ({', '.join(devices)}); "
-                         "a dataset holds one device")
+        raise InputError("runs are from several devices ("
+                         + ", ".join(f"{n} {d}" for d, n in sorted(devices.items()))
+                         + "); a dataset holds one device")
     return labels_frame(rows), metas, paths, usage
 
 
@@ -170,6 +184,8 @@ def _manifest_md(m: dict[str, Any]) -> str:
         f"- labeling: {m['labeling']['method']}, sample period {m['labeling']['sample_period_s']:.4f} s",
         "- absent resources: " + (", ".join(f"{r} ({w})" for r, w in m["absent_resources"].items()) or "none"),
         f"- raw traces: {m['raw_traces']}",
+        f"- runs on a busy host (other processes > {100 * HOST_BUSY_FRAC:.0f} % of the CPU): "
+        f"{m.get('host_busy_runs', 0)} of {m['rows']}",
         "- mean utilisation over ok runs (%): " + (", ".join(
             f"{k} {v}" for k, v in m.get("mean_utilisation_pct", {}).items()) or "n/a"),
         f"- versions: {', '.join(f'{k} {v}' for k, v in sorted(m['versions'].items()))}",
@@ -201,16 +217,63 @@ def build_dataset(
         raise InputError(f"traces must be none, all or auto, not {traces!r}")
     labels, metas, paths, usage = _collect(list(runs_dirs), method)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    labels.to_parquet(out / "labels.parquet", index=False)
-    n_graphs, errors = _encode_graphs(metas, out, progress, cache_dir) if graphs else (0, {})
-    kind = _copy_traces(paths, metas, out, traces)
-    manifest = _manifest(labels, metas, list(runs_dirs), method, n_graphs, errors, kind,
-                         notes or [])
-    manifest["mean_utilisation_pct"] = {
-        c: round(float(np.mean([u[c] for u in usage if c in u])), 2)
-        for c in USAGE_COLUMNS if any(c in u for u in usage)
-    }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    (out / "MANIFEST.md").write_text(_manifest_md(manifest))
+    _check_target(out, metas[0].device, metas[0].provenance)
+    tmp = out.parent / f".{out.name}.building-{os.getpid()}"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        labels.to_parquet(tmp / "labels.parquet", index=False)
+        n_graphs, errors = _encode_graphs(metas, tmp, progress, cache_dir) if graphs else (0, {})
+        kind = _copy_traces(paths, metas, tmp, traces)
+        manifest = _manifest(labels, metas, list(runs_dirs), method, n_graphs, errors, kind,
+                             notes or [])
+        manifest["mean_utilisation_pct"] = {
+            c: round(float(np.mean([u[c] for u in usage if c in u])), 2)
+            for c in USAGE_COLUMNS if any(c in u for u in usage)
+        }
+        n_runs = sum(len(trace_paths(d)) for d in runs_dirs)
+        manifest["duplicate_runs"] = n_runs - len(metas)
+        manifest["host_busy_runs"] = sum(bool(m.host_busy) for m in metas)
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        (tmp / "MANIFEST.md").write_text(_manifest_md(manifest))
+        _swap_into_place(tmp, out)
+    except OSError as e:
+        raise InputError(f"cannot write dataset {out}: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return manifest
+
+
+def _check_target(out: Path, device: str, provenance: str) -> None:
+    """An existing ``out`` is replaced only when it is empty or a dataset of ``device`` and
+    ``provenance`` (issue 18), else one :class:`InputError` line."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"dataset folder {out} is a file; refusing to overwrite it")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    mp = out / "manifest.json"
+    try:
+        m = json.loads(mp.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raise InputError(f"{out} exists and is not a gpuscope dataset (no readable "
+                         "manifest.json); refusing to overwrite it") from None
+    have = (m.get("device"), m.get("provenance")) if isinstance(m, dict) else (None, None)
+    if have != (device, provenance):
+        raise InputError(f"{out} is a dataset of {have[0]!r} ({have[1]}); refusing to "
+                         f"overwrite it with {provenance} runs of {device!r}")
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    """Rename the finished ``tmp`` to ``out``; an old ``out`` is moved aside first and
+    deleted only once the new folder is in place (a crash leaves one of them whole)."""
+    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    if out.is_dir():
+        os.replace(out, old)
+    try:
+        os.replace(tmp, out)
+    except BaseException:
+        if old.is_dir() and not out.exists():
+            os.replace(old, out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
