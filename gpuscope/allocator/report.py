@@ -36,8 +36,14 @@ def write_allocation(
     rows, recs, per = [], [], []
     note = truth_note(inp)
     models = [j.model for j in inp.jobs]
+    from tqdm.auto import tqdm
+
+    # one bar (stderr, a terminal only) once the runs take over 2 s (issue 18)
+    bar = tqdm(total=len(policies) * len(orders), desc="allocate", unit="run", delay=2.0,
+               disable=None)
     for p in policies:
         for o in orders:
+            bar.set_postfix_str(f"{p}/{o}", refresh=False)
             r = run(inp, p, o, resources, seed=seed)
             label = f"{LABELS.get(p, p)} ({o.upper()})"
             rows.append((label, r.metrics))
@@ -49,6 +55,8 @@ def write_allocation(
                          "makespan_s": r.metrics.makespan_s, "rejected": r.metrics.n_rejected,
                          "failed_oom": r.metrics.n_failed, "durations": r.truth_source})
             per.append(r.metrics.per_device.assign(policy=p, order=o))
+            bar.update(1)
+    bar.close()
     pd.DataFrame(recs).to_csv(out / "metrics.csv", index=False, lineterminator="\n")
     pd.concat(per).to_csv(out / "per_device.csv", index=False, lineterminator="\n")
     (out / "metrics.json").write_text(json.dumps({
