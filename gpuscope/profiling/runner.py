@@ -230,6 +230,8 @@ def run_job(
         # The entry point's own error message is the most precise; else stderr's last line.
         error = "" if status == "ok" else str(
             result.get("error") or _last_line(stderr) or f"exit code {rc}")[:500]
+        if error == "invalid arguments" and _last_line(stderr):  # argparse said which
+            error = f"{error}: {_last_line(stderr)}"[:500]
         if rc is not None and rc < 0:
             error = f"killed by signal {-rc}; {error}"
     meta = TraceMeta(
