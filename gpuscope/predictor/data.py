@@ -185,7 +185,8 @@ def load_dataset(path: str | Path) -> PredictorData:
     # Issue 18: every row's device and provenance, never row 0's (one line when mixed).
     device, provenance = check_folder_labels(labels, path)
     encoding = default_encoding(graphs)
-    enc = manifest.get("encoding") if isinstance(manifest.get("encoding"), dict) else manifest
+    enc_raw = manifest.get("encoding")
+    enc: dict[str, Any] = enc_raw if isinstance(enc_raw, dict) else manifest
     for key in ("k", "features", "grouping"):
         if key in enc and isinstance(enc[key], (int, str)):
             encoding[key] = enc[key]

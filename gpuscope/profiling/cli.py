@@ -6,6 +6,7 @@ import argparse
 import json
 import shlex
 from pathlib import Path
+from typing import Any
 
 from gpuscope.errors import InputError
 
@@ -83,7 +84,7 @@ def _sigterm_as_interrupt() -> None:
         signal.signal(signal.SIGTERM, handler)
 
 
-def _busy_summary(out: Path) -> dict[str, object]:
+def _busy_summary(out: Path) -> dict[str, Any]:
     """Runs of the folder recorded on a busy host (issue 18), for the campaign summary."""
     from gpuscope.profiling.ledger import Ledger
 
