@@ -204,3 +204,15 @@ def test_build_dataset_keyed_by_device_and_atomic(tmp_path: Path) -> None:
     m2 = build_dataset([a], out, progress=False, graphs=False, notes=["rebuilt"])
     assert m2["notes"] == ["rebuilt"] and json.loads((out / "manifest.json").read_text()) == m2
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_multidevice_gnn_refuses_mixed_provenance() -> None:
+    from gpuscope.predictor.multidevice import combine
+    from gpuscope.predictor.synthetic import synthetic_dataset
+
+    a = synthetic_dataset(n_jobs=6, max_nodes=8, unseen=0, seed=1, device="gtx1080")
+    b = synthetic_dataset(n_jobs=6, max_nodes=8, unseen=0, seed=2, device="h100")
+    assert len(combine([a, b])[0]) == len(a) + len(b)  # several devices: legitimate
+    b.provenance = "measured"
+    with pytest.raises(InputError, match="several provenances"):
+        combine([a, b])

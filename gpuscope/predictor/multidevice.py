@@ -51,6 +51,10 @@ def combine(datasets: list[PredictorData]) -> tuple[PredictorData, torch.Tensor]
     prefixed with the device) and the per-row device vectors."""
     if not datasets:
         raise InputError("no datasets to combine")
+    from gpuscope.provenance import one_provenance
+
+    # issue 18: several devices are the point here, several provenances never
+    one_provenance((d.provenance for d in datasets), "multi-device training")
     graphs: dict[str, Data] = {}
     labels, ctx, dev = [], [], []
     for d in datasets:

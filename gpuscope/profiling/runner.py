@@ -108,14 +108,21 @@ def keep_loss_log(loss_log: Path, trace_path: Path, run_id: str) -> str | None:
     return f"losses/{run_id}.csv"
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def _prctl() -> Any:
+    """libc's ``prctl``, looked up in the parent (``dlopen`` in a forked child of a threaded
+    process could deadlock); None where there is none (not Linux)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _die_with_parent(prctl: Any, parent_pid: int) -> None:
     """``preexec_fn`` of the job (runs in the child before exec): SIGKILL it when the campaign
     dies (Linux ``PR_SET_PDEATHSIG``); if the campaign already died, exit now."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the process group still covers the rest
+    if prctl is None:  # not Linux: the process group still covers timeouts and Ctrl-C
         return
+    prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != parent_pid:  # the parent died between fork and prctl
         os._exit(137)
 
@@ -188,7 +195,7 @@ def run_job(
         gpu_info = sampler.device_info()
         before = psutil.cpu_percent(interval=opts.busy_probe_s) if opts.busy_probe_s > 0 \
             else None
-        cmd, me = _command(opts, job_file, loss_log), os.getpid()
+        cmd, me, prctl = _command(opts, job_file, loss_log), os.getpid(), _prctl()
         with out_path.open("wb") as out_fh, err_path.open("wb") as err_fh:
             t0 = time.monotonic()
             # A new session: on timeout the whole process group (data loader workers too) dies;
@@ -196,7 +203,7 @@ def run_job(
             try:
                 proc = subprocess.Popen(
                     cmd, stdout=out_fh, stderr=err_fh, stdin=subprocess.DEVNULL,
-                    start_new_session=True, preexec_fn=lambda: _die_with_parent(me),
+                    start_new_session=True, preexec_fn=lambda: _die_with_parent(prctl, me),
                 )
             except OSError as e:  # the command itself cannot start: the environment's fault
                 raise InputError(f"cannot start the job command {cmd[0]!r}: "
