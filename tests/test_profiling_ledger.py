@@ -157,10 +157,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_sigkilled_campaign_leaves_no_orphan_and_resumes(tmp_path: Path) -> None:
+def _campaign_holding_third_job(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int,
+                                                              list[str]]:
+    """A campaign subprocess whose third job sleeps; returns (it, the job's pid, argv)."""
     runs, pids = tmp_path / "runs", tmp_path / "pids"
     cmd = _fake(tmp_path)
-
     (pids / "hold").write_text("")
     argv = ["profile", "run", str(_campaign(tmp_path)), "--device-name", "fake", "--out",
             str(runs), "--no-nvml", "--quiet", "--command", cmd]
@@ -173,6 +174,22 @@ def test_sigkilled_campaign_leaves_no_orphan_and_resumes(tmp_path: Path) -> None
         time.sleep(0.05)
     held = [int(p.stem) for p in pids.glob("*.pid") if _alive(int(p.stem))]
     assert len(held) == 1  # the third job, sleeping
+    return proc, held[0], argv
+
+
+def test_sigterm_of_a_campaign_kills_its_job(tmp_path: Path) -> None:
+    proc, job, _ = _campaign_holding_third_job(tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and err.decode().strip().splitlines() == [
+        "gpuscope: interrupted; finished work is kept"]
+    assert not _alive(job)  # the group was killed on the way out
+
+
+def test_sigkilled_campaign_leaves_no_orphan_and_resumes(tmp_path: Path) -> None:
+    runs, pids = tmp_path / "runs", tmp_path / "pids"
+    proc, job, argv = _campaign_holding_third_job(tmp_path)
+    held = [job]
     proc.send_signal(signal.SIGKILL)  # the campaign only, not its job's process group
     proc.wait()
     end = time.monotonic() + 5
