@@ -7,6 +7,8 @@ multi-device reader (``train`` of a physics model on several datasets or a corpu
 several devices, never several provenances. Where a file lacks the ``provenance`` column
 (datasets written before it existed), the dataset's manifest or its folder
 (``datasets/<provenance>/<device>/``) says it; when neither does, the file is refused.
+Training and evaluation also refuse labels without the target columns or without one ``ok``
+run (:func:`check_label_rows`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from gpuscope.errors import InputError
-from gpuscope.resources import PROVENANCES
+from gpuscope.resources import PROVENANCES, TARGETS
 
 
 def _values(labels: pd.DataFrame, col: str, where: str) -> list[str]:
@@ -141,3 +143,20 @@ def one_provenance(provenances: Iterable[str], where: str) -> str:
         raise InputError(f"{where}: datasets of several provenances ({', '.join(ps)}); "
                          "measured and emulated data are never mixed in one model")
     return ps[0]
+
+
+def check_label_rows(labels: pd.DataFrame, where: str,
+                     targets: tuple[str, ...] = TARGETS) -> None:
+    """Refuse labels a model cannot learn from, with one line (issue 18): ``targets``
+    columns missing (renamed?) or no ``ok`` run at all (every row an error). A corpus holds
+    only ``exec_time_s`` of the targets (the emulator's estimate)."""
+    missing = [t for t in targets if t not in labels.columns]
+    if missing:
+        raise InputError(f"{where}: labels lack target column(s) {', '.join(missing[:3])}"
+                         + (f" (+{len(missing) - 3} more)" if len(missing) > 3 else "")
+                         + "; expected the design.md Labels columns")
+    if "status" in labels.columns and not labels["status"].astype(str).eq("ok").any():
+        counts = labels["status"].astype(str).value_counts()
+        raise InputError(f"{where}: no ok run among {len(labels)} rows ("
+                         + ", ".join(f"{n} {k}" for k, n in counts.items())
+                         + "); nothing to learn from")

@@ -216,3 +216,26 @@ def test_multidevice_gnn_refuses_mixed_provenance() -> None:
     b.provenance = "measured"
     with pytest.raises(InputError, match="several provenances"):
         combine([a, b])
+
+
+def test_labels_a_model_cannot_learn_from_are_refused(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    allerr = _copy_dataset(EMULATED / "h100", tmp_path / "allerr", rows=10)
+    pd.read_parquet(allerr / "labels.parquet").assign(status="error").to_parquet(
+        allerr / "labels.parquet")
+    renamed = _copy_dataset(EMULATED / "h100", tmp_path / "renamed", rows=10)
+    pd.read_parquet(renamed / "labels.parquet").rename(
+        columns={"exec_time_s": "exec_s"}).to_parquet(renamed / "labels.parquet")
+    vocab = _copy_dataset(EMULATED / "h100", tmp_path / "vocab", rows=10)
+    (vocab / "vocab.json").write_text('{"format": "nope"}')
+    out = tmp_path / "m.pt"
+    for ds, needle in ((allerr, "no ok run among 10 rows (10 error)"),
+                       (renamed, "lack target column(s) exec_time_s"),
+                       (vocab, "vocabulary")):
+        _one_line_exit_2(capsys, ["train", "--arch", "gnn", "--dataset", str(ds), "-o",
+                                  str(out), "--quiet"], needle)
+    for ds, needle in ((allerr, "no ok run"), (renamed, "exec_time_s")):
+        with pytest.raises(InputError, match=needle):
+            load_physics([ds], builder=_NoFeatures())  # type: ignore[arg-type]
+    assert not out.exists()

@@ -23,7 +23,7 @@ from torch_geometric.data import Data
 
 from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
-from gpuscope.provenance import check_folder_labels, manifest_of
+from gpuscope.provenance import check_folder_labels, check_label_rows, manifest_of
 
 #: Label columns that identify a run's job (design.md, Labels).
 JOB_COLUMNS: tuple[str, ...] = ("model", "dataset", "optimizer", "batch_size", "epochs",
@@ -181,9 +181,15 @@ def load_dataset(path: str | Path) -> PredictorData:
         labels["split"] = "train"
     graphs = load_encoded(graphs_p)
     manifest = manifest_of(path)
-    vocab_json = (path / "vocab.json").read_text() if (path / "vocab.json").is_file() else "{}"
+    vocab_json = "{}"
+    if (path / "vocab.json").is_file():
+        from gpuscope.graphs import OpVocabulary
+
+        OpVocabulary.load(path / "vocab.json")  # a corrupt one is one line now, not in predict
+        vocab_json = (path / "vocab.json").read_text()
     # Issue 18: every row's device and provenance, never row 0's (one line when mixed).
     device, provenance = check_folder_labels(labels, path)
+    check_label_rows(labels, f"dataset {path}")
     encoding = default_encoding(graphs)
     enc_raw = manifest.get("encoding")
     enc: dict[str, Any] = enc_raw if isinstance(enc_raw, dict) else manifest

@@ -22,7 +22,12 @@ import pandas as pd
 from gpuscope.errors import InputError
 from gpuscope.jobs import MODEL_FAMILY, JobSpec
 from gpuscope.predictor.physics import ANALYTIC_COLUMNS, FEATURES, FeatureBuilder
-from gpuscope.provenance import check_folder_labels, check_labels, one_provenance
+from gpuscope.provenance import (
+    check_folder_labels,
+    check_label_rows,
+    check_labels,
+    one_provenance,
+)
 from gpuscope.resources import TARGETS
 
 _JOB_FIELDS = {f.name for f in fields(JobSpec)}
@@ -128,6 +133,7 @@ def load_physics(paths: Sequence[str | Path], builder: FeatureBuilder | None = N
             # A corpus spans devices (multi-device by design), never provenances.
             _, prov = check_labels(df, f"corpus {corpus}", multi_device=True,
                                    provenance=None if "provenance" in df else "emulated")
+            check_label_rows(df, f"corpus {corpus}", targets=("exec_time_s",))
             parts.append(from_corpus(df))
             provs.append(prov)
             continue
@@ -138,6 +144,7 @@ def load_physics(paths: Sequence[str | Path], builder: FeatureBuilder | None = N
         # Issue 18: a dataset folder holds one device and one provenance (every row checked);
         # several folders make a multi-device model, of one provenance.
         _, prov = check_folder_labels(labels, p)
+        check_label_rows(labels, f"dataset {p}")
         labels["provenance"] = prov
         provs.append(prov)
         parts.append(from_labels(labels, builder, progress))
