@@ -43,14 +43,17 @@ USAGE_COLUMNS: tuple[str, ...] = ("gpu_util", "gpu_mem_util", "cpu_util", "proc_
 
 
 def _collect(
-    runs_dirs: list[str | Path], method: str
+    runs_dirs: list[str | Path], method: str, progress: bool = False
 ) -> tuple[pd.DataFrame, list[TraceMeta], list[Path], list[dict[str, float]]]:
     """Label every run; also each ok run's mean utilisation per column (for the manifest)."""
+    from tqdm import tqdm
+
     rows, metas, paths = [], [], []
     seen: set[tuple[str, str, str]] = set()
     usage: list[dict[str, float]] = []
     for d in runs_dirs:
-        for tp in trace_paths(d):
+        for tp in tqdm(trace_paths(d), desc=f"label {Path(d).name}", unit="run", delay=2.0,
+                       disable=None if progress else True):
             df, meta = read_trace(tp)
             key = (meta.device, meta.provenance, meta.run_id)
             if key in seen:  # the same run in two runs folders: keep the first
@@ -215,7 +218,7 @@ def build_dataset(
         runs_dirs = [runs_dirs]
     if traces not in ("none", "all", "auto"):
         raise InputError(f"traces must be none, all or auto, not {traces!r}")
-    labels, metas, paths, usage = _collect(list(runs_dirs), method)
+    labels, metas, paths, usage = _collect(list(runs_dirs), method, progress)
     out = Path(out_dir)
     _check_target(out, metas[0].device, metas[0].provenance)
     tmp = out.parent / f".{out.name}.building-{os.getpid()}"
