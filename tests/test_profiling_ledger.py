@@ -240,3 +240,10 @@ def test_busy_runs_are_recorded_and_warned(tmp_path: Path,
     out, err = capsys.readouterr()
     assert rc == 0 and json.loads(out)["host_busy"] >= 1
     assert "ran on a busy host" in err and "90 %" in err
+
+
+def test_is_done_follows_the_key_and_retry_errors(tmp_path: Path) -> None:
+    _record(tmp_path, _meta("r1", "a100", status="error"))
+    with Ledger(tmp_path / "ledger.sqlite", device="a100", provenance="measured") as led:
+        assert led.is_done("r1") and not led.is_done("r1", retry_errors=True)
+        assert not led.is_done("r2")

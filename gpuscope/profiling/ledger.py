@@ -133,15 +133,19 @@ class Ledger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _done_where(self, retry_errors: bool) -> tuple[str, tuple[str, ...]]:
+        where, args = self._where()
+        return where + (" AND status != 'error'" if retry_errors else ""), args
+
     def is_done(self, run_id: str, retry_errors: bool = False) -> bool:
-        return run_id in self.done_ids(retry_errors)
+        where, args = self._done_where(retry_errors)
+        return self._conn.execute(f"SELECT 1 FROM runs WHERE run_id = ?{where}",
+                                  (run_id, *args)).fetchone() is not None
 
     def done_ids(self, retry_errors: bool = False) -> set[str]:
         """Run ids recorded for this ledger's device and provenance; ``retry_errors``: not
         those whose status is ``error`` (they are run again and replaced)."""
-        where, args = self._where()
-        if retry_errors:
-            where += " AND status != 'error'"
+        where, args = self._done_where(retry_errors)
         return {r[0] for r in self._conn.execute(f"SELECT run_id FROM runs WHERE 1=1{where}",
                                                  args)}
 
