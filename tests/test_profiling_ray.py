@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
 from gpuscope.profiling import Ledger, RunOptions, label_runs, read_trace
 
@@ -25,10 +26,18 @@ def test_ray_backend_local_cpu(tmp_path: Path) -> None:
     opts = RunOptions(device_name="cpu-ray", period_s=0.1, timeout_s=60, use_nvml=False,
                       command=(sys.executable, "-c", code, "{job}"))
     out = tmp_path / "runs"
+    broken = RunOptions(device_name="cpu-ray", period_s=0.1, timeout_s=60, use_nvml=False,
+                        busy_probe_s=0.0,
+                        command=(sys.executable, "-c", "import sys; sys.exit('no GPU here')"))
     try:
         counts = run_campaign_ray(jobs, out, opts, init_kwargs={"num_cpus": 2}, progress=False)
+        # issue 18: every run failing alike at start-up aborts with one line, records nothing
+        with pytest.raises(InputError, match="environment failure.*no GPU here"):
+            run_campaign_ray(jobs, tmp_path / "broken", broken, progress=False)
     finally:
         ray.shutdown()
+    with Ledger(tmp_path / "broken" / "ledger.sqlite") as led:
+        assert len(led) == 0
     assert counts == {"ok": 3, "error": 1}
     with Ledger(out / "ledger.sqlite") as led:
         runs = led.runs()

@@ -196,6 +196,38 @@ def _one_line(text: str) -> str:
     return lines[0][:300] if lines else "no error message"
 
 
+class StartupCheck:
+    """The environment check of a campaign (module docstring), for any backend: feed it each
+    finished run; it returns the runs to record now, holds the first start-up failures back,
+    and raises one :class:`InputError` line (deleting their traces) when the first
+    :data:`ENV_FAILURE_RUNS` results all failed alike at start-up."""
+
+    def __init__(self, n_pending: int, runs: int = ENV_FAILURE_RUNS) -> None:
+        self.runs = runs
+        self.active = n_pending >= runs
+        self.held: list[tuple[TraceMeta, Path]] = []
+
+    def add(self, meta: TraceMeta, trace: Path) -> list[tuple[TraceMeta, Path]]:
+        self.held.append((meta, trace))
+        if self.active and _startup_failure(meta):
+            if len(self.held) < self.runs:
+                return []
+            if len({m.error for m, _ in self.held}) == 1:
+                for _, t in self.held:  # not results: a rerun in a fixed environment makes them
+                    t.unlink(missing_ok=True)
+                raise InputError(
+                    f"environment failure: the first {len(self.held)} runs all failed at "
+                    f"start-up with: {_one_line(self.held[0][0].error)} (nothing recorded; "
+                    "check --job-device / --command / the Python environment)")
+        self.active = False
+        return self.rest()
+
+    def rest(self) -> list[tuple[TraceMeta, Path]]:
+        """The runs still held (fewer results than the check needs): record them as they are."""
+        out, self.held = self.held, []
+        return out
+
+
 def run_campaign(
     campaign: Campaign,
     out_dir: str | Path,
@@ -219,33 +251,21 @@ def run_campaign(
                                     provenance="measured") as ledger:
         remove_stale_temps(out)
         todo = pending_jobs(campaign, ledger, max_runs, retry_errors)
-        held: list[tuple[TraceMeta, Path]] = []  # results awaiting the environment check
-        check = len(todo) >= ENV_FAILURE_RUNS
+        check = StartupCheck(len(todo))
         bar = tqdm(todo, desc=f"profile {campaign.name}", unit="run", disable=not progress)
         for job in bar:
             bar.set_postfix_str(job.key, refresh=False)
             trace = out / "traces" / f"{job.key}.parquet"
             meta = run_job(job, trace, opts)
             counts[meta.status] += 1
-            if check and _startup_failure(meta):
-                held.append((meta, trace))
-                if len(held) < ENV_FAILURE_RUNS:
-                    continue
-                if len({m.error for m, _ in held}) == 1:
-                    for _, t in held:  # not results: a rerun in a fixed environment makes them
-                        t.unlink(missing_ok=True)
-                    bar.close()
-                    raise InputError(
-                        f"environment failure: the first {len(held)} runs all failed at "
-                        f"start-up with: {_one_line(held[0][0].error)} (nothing recorded; check "
-                        "--job-device / --command / the Python environment)")
-            else:
-                held.append((meta, trace))
-            check = False
-            for m, t in held:
+            try:
+                ready = check.add(meta, trace)
+            except InputError:
+                bar.close()
+                raise
+            for m, t in ready:
                 ledger.record(m, t)
-            held = []
             bar.set_postfix(counts, refresh=False)
-        for m, t in held:  # fewer runs than the check needs: record them as they are
+        for m, t in check.rest():
             ledger.record(m, t)
     return counts

@@ -20,8 +20,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
-from gpuscope.profiling.campaign import remove_stale_temps
+from gpuscope.profiling.campaign import StartupCheck, remove_stale_temps
 from gpuscope.profiling.ledger import Ledger
 from gpuscope.profiling.runner import RunOptions, run_job
 from gpuscope.profiling.trace import TraceMeta, read_trace, write_trace
@@ -89,6 +90,7 @@ def run_campaign_ray(
     counts: Counter[str] = Counter()
     with Ledger(out / "ledger.sqlite") as ledger:
         refs = {remote.remote(j.to_dict(), opts_d, use_gpu): j for j in jobs}
+        check = StartupCheck(len(refs))  # issue 18: a broken environment aborts, one line
         bar = tqdm(total=len(refs), desc="profile (ray)", unit="run", disable=not progress)
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1)
@@ -105,10 +107,20 @@ def run_campaign_ray(
             meta = TraceMeta.from_json(meta_json)
             trace = out / "traces" / f"{job.key}.parquet"
             write_trace(trace, df, meta)
-            ledger.record(meta, trace)
             counts[meta.status] += 1
+            try:
+                ready = check.add(meta, trace)
+            except InputError:  # environment failure: stop the tasks still queued or running
+                for ref in refs:
+                    ray.cancel(ref, force=True)
+                bar.close()
+                raise
+            for m, t in ready:
+                ledger.record(m, t)
             bar.update(1)
             bar.set_postfix(counts, refresh=False)
+        for m, t in check.rest():
+            ledger.record(m, t)
         bar.close()
     return counts
 
