@@ -239,3 +239,18 @@ def test_labels_a_model_cannot_learn_from_are_refused(tmp_path: Path,
         with pytest.raises(InputError, match=needle):
             load_physics([ds], builder=_NoFeatures())  # type: ignore[arg-type]
     assert not out.exists()
+
+
+def test_label_refuses_a_traces_folder_of_two_devices(tmp_path: Path) -> None:
+    from gpuscope.profiling import label_runs
+
+    a = _runs(tmp_path / "a", "t4")
+    assert set(label_runs(a, progress=False)["device"]) == {"t4"}
+    b = _runs(tmp_path / "b", "v100", n=1)
+    mixed = tmp_path / "mixed" / "traces"
+    mixed.mkdir(parents=True)
+    for i, tp in enumerate([*sorted((a / "traces").glob("*.parquet")),
+                            *sorted((b / "traces").glob("*.parquet"))]):
+        shutil.copy2(tp, mixed / f"r{i}.parquet")
+    with pytest.raises(InputError, match="2 devices"):
+        label_runs(mixed.parent, progress=False)

@@ -243,10 +243,21 @@ def labels_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
-def label_runs(runs_dir: str | Path, method: str = "kmeans") -> pd.DataFrame:
-    """Label every run of ``runs_dir`` (those in its ledger; or its ``traces/*.parquet``)."""
+def label_runs(runs_dir: str | Path, method: str = "kmeans",
+               progress: bool = True) -> pd.DataFrame:
+    """Label every run of ``runs_dir`` (those in its ledger; or its ``traces/*.parquet``).
+    The runs must be of one device and provenance (issue 18; one line otherwise);
+    ``progress``: a bar on a terminal past 2 s."""
+    from tqdm import tqdm
+
+    from gpuscope.provenance import check_labels
+
     rows = []
-    for tp in trace_paths(runs_dir):
+    for tp in tqdm(trace_paths(runs_dir), desc="label", unit="run", delay=2.0,
+                   disable=None if progress else True):
         df, meta = read_trace(tp)
         rows.append(label_trace(df, meta, method))
-    return labels_frame(rows)
+    out = labels_frame(rows)
+    if len(out):
+        check_labels(out, f"runs folder {runs_dir}")
+    return out
