@@ -254,3 +254,13 @@ def test_label_refuses_a_traces_folder_of_two_devices(tmp_path: Path) -> None:
         shutil.copy2(tp, mixed / f"r{i}.parquet")
     with pytest.raises(InputError, match="2 devices"):
         label_runs(mixed.parent, progress=False)
+
+
+def test_one_device_gnn_refuses_another_device(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    q = tmp_path / "q.csv"
+    q.write_text("model,dataset,optimizer,batch_size,epochs\nlenet,cifar10,sgd,8,1\n")
+    model = str(ROOT / "datasets" / "checkpoints" / "h100-driple.pt")
+    _one_line_exit_2(capsys, ["predict", "--model", model, "--jobs", str(q), "-o",
+                              str(tmp_path / "p.csv"), "--device", "nosuch"], "'h100' only")
+    assert not (tmp_path / "p.csv").exists()

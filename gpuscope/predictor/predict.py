@@ -46,6 +46,10 @@ class Predictor:
         if graphs is not None:
             self.add_graphs(graphs)
         self.cache_dir = cache_dir
+        if device is not None and not bundle.config.device_dim and device != bundle.device:
+            # issue 18: a one-device model never labels its rows with another device
+            raise InputError(f"this checkpoint predicts {bundle.device!r} only; --device "
+                             f"{device!r} applies to multi-device checkpoints")
         self.device = device or bundle.device
         self._readouts: dict[str, Tensor] = {}
         self._gstats: dict[str, Tensor] = {}
