@@ -7,6 +7,10 @@ Stage CLI modules import heavy libraries (torch, tensorflow) inside their handle
 ``gpuscope --help`` stays fast.
 
 Bad input raises ``gpuscope.errors.InputError``; ``main`` prints it as one line and exits 2.
+Every plain ``type=int`` option takes an integer in [0, 2**31 - 1] and every plain
+``type=float`` option a finite number >= 0 (:func:`_bound_numbers`, issue 18); a stage that
+needs other bounds gives the option an explicit type from :mod:`gpuscope.limits`. An
+``OSError`` that escapes a command (a file that vanished, a full disk) is one line too.
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line on stderr and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        where = self.prog.removeprefix("gpuscope").strip()
+        sys.stderr.write(f"gpuscope: error: {where + ': ' if where else ''}"
+                         f"{_one_line(message)}\n")
         raise SystemExit(2)
 
 
@@ -64,12 +70,37 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         mod = importlib.import_module(mod_name)
         mod.register(sub)
+    _bound_numbers(parser)
     return parser
+
+
+def _bound_numbers(parser: argparse.ArgumentParser) -> None:
+    """Give every plain ``int``/``float`` option of every (sub)parser the bounded types of
+    :mod:`gpuscope.limits`: no negative count, NaN, infinity or 10**30 reaches a command."""
+    from gpuscope.limits import nonneg_float, nonneg_int, seed_int
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sp in dict.fromkeys(action.choices.values()):
+                _bound_numbers(sp)
+        elif action.type is int:
+            action.type = seed_int if action.dest == "seed" else nonneg_int
+        elif action.type is float:
+            action.type = nonneg_float
+
+
+def _one_line(msg: str) -> str:
+    return " ".join(msg.split()) or "error"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # a bad option was one line on stderr: return its code (2)
+        if e.code == 2:
+            return 2
+        raise
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
@@ -77,13 +108,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rc = func(args)
     except InputError as e:
-        sys.stderr.write(f"gpuscope: error: {e}\n")
+        sys.stderr.write(f"gpuscope: error: {_one_line(str(e))}\n")
         return 2
     except BrokenPipeError:  # `gpuscope graph show g.json | head`: the reader left, not an error
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as e:  # the safety net: an environment failure is one line, not a traceback
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        sys.stderr.write(f"gpuscope: error: {_one_line(where + str(e.strerror or e))}\n")
+        return 2
     except KeyboardInterrupt:
         sys.stderr.write("gpuscope: interrupted; finished work is kept\n")
         return 130

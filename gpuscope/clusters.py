@@ -37,6 +37,7 @@ Base module: pydantic and the device catalog only, importable by every stage.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,7 @@ class ClusterConfig(_Frozen):
         pnames = [p.name for p in self.partitions]
         for kind, names in (("partitions", pnames), ("servers", [s.name for s in self.servers]),
                             ("flavors", [f.name for f in self.flavors])):
-            dup = sorted({n for n in names if names.count(n) > 1})
+            dup = sorted(n for n, c in Counter(names).items() if c > 1)  # O(n), issue 18
             if dup:
                 raise ValueError(f"{kind}: duplicate name(s) {', '.join(dup)}")
         for i, s in enumerate(self.servers):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from gpuscope.errors import InputError
@@ -28,25 +27,27 @@ def register(subparsers: Any) -> None:
 
 
 def _schema(a: argparse.Namespace) -> int:
+    from gpuscope.io import check_output, write_text
     from gpuscope.queue_schema import queue_json_schema
 
+    if a.output:
+        check_output(a.output, what="schema")
     text = json.dumps(queue_json_schema(), indent=1)
     print(text)
     if a.output:
-        Path(a.output).write_text(text + "\n")
+        write_text(a.output, text + "\n", what="schema")
     return 0
 
 
 def _template(a: argparse.Namespace) -> int:
+    from gpuscope.io import check_output
     from gpuscope.jobs import write_queue
     from gpuscope.queue_schema import template_jobs
 
-    out = Path(a.output)
+    out = check_output(a.output, what="queue")
     if out.exists() and not a.force:
         raise InputError(f"{out} exists; pass --force to overwrite it")
-    tmp = out.with_name(out.stem + ".tmp" + out.suffix)
-    write_queue(template_jobs(), tmp)
-    tmp.replace(out)  # atomic
+    write_queue(template_jobs(), out)  # atomic: a temp file renamed into place
     print(f"wrote {len(template_jobs())} example jobs -> {out} "
           f"(fields: gpuscope jobs schema; check: gpuscope jobs check {out})")
     return 0

@@ -102,18 +102,12 @@ def validate_tjng(df: pd.DataFrame, what: str = "t_jng table") -> pd.DataFrame:
 
 def read_tjng(path: str | Path) -> pd.DataFrame:
     """Read and validate a t_jng table from ``.csv`` or ``.parquet``."""
+    from gpuscope.io import read_table
+
     path = Path(path)
-    try:
-        if path.suffix.lower() == ".parquet":
-            df = pd.read_parquet(path)
-        elif path.suffix.lower() == ".csv":
-            df = pd.read_csv(path, dtype={"job_id": str, "node_type": str, "source": str})
-        else:
-            raise InputError(f"{path}: unsupported extension {path.suffix!r} (use .csv or .parquet)")
-    except (OSError, ValueError) as e:
-        if isinstance(e, InputError):
-            raise
-        raise InputError(f"cannot read t_jng table {path}: {str(e).splitlines()[0]}") from None
+    kw = {"dtype": {"job_id": str, "node_type": str, "source": str}} \
+        if path.suffix.lower() == ".csv" else {}
+    df = read_table(path, "t_jng table", **kw)
     return validate_tjng(df, what=f"t_jng table {path}")
 
 

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 from gpuscope.errors import InputError
+from gpuscope.io import check_output
+from gpuscope.limits import check_memory
 from gpuscope.paths import bundled
 
 DEFAULT_TRUTH = bundled("emulated")
@@ -86,6 +88,13 @@ def _allocate(args: argparse.Namespace) -> int:
     from gpuscope.allocator.policies import POLICIES
 
     cluster = _cluster(args.cluster)
+    check_output(args.out, [args.jobs, args.cluster, args.truth, args.model_dir], kind="dir",
+                 what="output folder")
+    _check_truth(args.truth)
+    if args.submit:
+        from gpuscope.slurm.cli import time_scale
+
+        time_scale(args.time_scale)
     policies = _split(args.policy, POLICIES, "policy")
     orders = _split(args.order, ORDERS, "order")
     if args.submit and (len(policies) > 1 or len(orders) > 1 or args.policy == "all"):
@@ -121,6 +130,17 @@ def _allocate(args: argparse.Namespace) -> int:
                            jobs={str(j.job_id): j for j in jobs})
         print(submitted_line(sub, meta, args.out))
     return 0
+
+
+def _check_truth(truth: str | None) -> None:
+    """A given ``--truth`` must be an existing folder (issue 18: a typo was ignored)."""
+    if truth is None:
+        return
+    p = Path(truth)
+    if not p.exists():
+        raise InputError(f"--truth {truth}: no such folder")
+    if not p.is_dir():
+        raise InputError(f"--truth {truth}: not a folder (a datasets folder, e.g. datasets/emulated)")
 
 
 def _is_cluster_file(text: str) -> bool:
@@ -169,13 +189,24 @@ def _tjng(args: argparse.Namespace) -> int:
     cluster = _cluster(args.cluster)
     if args.nodes is not None and args.nodes < 1:
         raise InputError(f"--nodes must be >= 1, got {args.nodes}")
+    check_output(args.out, [args.jobs, args.cluster, args.truth, args.model_dir], kind="dir",
+                 what="output folder")
+    _check_truth(args.truth)
     check_devices(cluster)
     check_checkpoints(args.model_dir, cluster.devices)
     jobs = load_jobs(args.jobs, _steps(args, cluster))
+    # issue 18: the instance offers every g' <= g on a VM type of g GPUs (seed 002's t_jvg):
+    # sum_G G (G + 1) / 2 rows per job, ~256 B each in memory; ~128 B per node in tNodes
+    rows = len(jobs) * sum(g * (g + 1) // 2 for g in cluster.counts)
+    check_memory(f"the t_jng instance of {len(jobs)} jobs on {cluster} ({rows} rows)",
+                 256 * rows + 128 * (args.nodes or 0))
     truth = None
     if args.truth is not None:
         have = [d for d in cluster.devices if labels_path(args.truth, d) is not None]
-        truth = load_truth(jobs, have, args.truth, strict=False) if have else None
+        if not have:
+            raise InputError(f"--truth {args.truth} holds labels for none of "
+                             f"{', '.join(cluster.devices)}")
+        truth = load_truth(jobs, have, args.truth, strict=False)
     pred = predict_queue(jobs, cluster.devices, args.model_dir, datasets=graph_source(args.truth))
     one = one_gpu_times(jobs, cluster, pred, truth, pred_source=f"predicted:{args.model_dir}")
     tj, inst, dropped = export_tjng(jobs, cluster, one, args.out, n_nodes=args.nodes,

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuscope.errors import InputError
+from gpuscope.limits import check_memory
+
+#: Estimated bytes per GPU instance (name string, per-GPU queue and simulation arrays, report rows).
+BYTES_PER_GPU: int = 1024
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
 
@@ -41,6 +45,8 @@ class ClusterSpec:
                 raise InputError(f"bad device type name {d!r} in cluster spec")
             if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
                 raise InputError(f"GPU count of {d} must be a positive integer, got {c!r}")
+        # issue 18: every GPU is an instance (name, queue, simulation state), ~BYTES_PER_GPU
+        check_memory(f"cluster {self} ({sum(self.counts)} GPUs)", sum(self.counts) * BYTES_PER_GPU)
 
     @classmethod
     def parse(cls, spec: str) -> ClusterSpec:

@@ -124,13 +124,12 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 def _write(rows: list[dict[str, Any]], path: Path, fmt: str) -> None:
     import pandas as pd
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    from gpuscope.io import write_json, write_table
+
     if fmt == "json":
-        tmp.write_text(json.dumps(_json_rows(rows), indent=1) + "\n")
+        write_json(path, _json_rows(rows), what="estimates")
     else:
-        pd.DataFrame(rows, columns=list(COLUMNS)).to_csv(tmp, index=False)
-    tmp.replace(path)  # atomic
+        write_table(pd.DataFrame(rows, columns=list(COLUMNS)), path, what="estimates")
 
 
 def _json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -148,9 +147,11 @@ def _run(a: argparse.Namespace) -> int:
         jobs = read_queue(a.jobs)
     else:
         jobs = [job_from_args(a, "estimate")]
-    if a.output and Path(a.output).resolve() in {Path(p).resolve() for p in
-                                                 (a.jobs, a.job) if p}:
-        raise InputError(f"-o {a.output} would overwrite an input")
+    if a.output:
+        from gpuscope.io import check_output
+
+        check_output(a.output, [a.jobs, a.job, a.graph, a.params, a.catalog, a.hf_config],
+                     what="estimates")
     params = None
     if a.params:
         from gpuscope.emulator.params import EmulatorParams

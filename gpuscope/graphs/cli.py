@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuscope.errors import InputError
+from gpuscope.io import check_output
 from gpuscope.jobargs import add_job_arguments, job_from_args
+from gpuscope.limits import check_memory, pos_int
 
 
 def register(subparsers: Any) -> None:
@@ -35,19 +37,19 @@ def register(subparsers: Any) -> None:
     e.add_argument("--encode", action="store_true",
                    help="also encode (Driple, K groups) into <output stem>.parquet")
     e.add_argument("--vocab", help="op vocabulary JSON for --encode (default: fit on this graph)")
-    e.add_argument("--k", type=int, default=100, help="groups for --encode (default 100)")
+    e.add_argument("--k", type=pos_int, default=100, help="groups for --encode (default 100)")
     e.add_argument("--features", default="driple", help="driple (default) or rich")
     e.set_defaults(func=_export)
 
     s = sub.add_parser("show", help="print a graph file's summary and op histograms")
     s.add_argument("file")
-    s.add_argument("--top", type=int, default=25, help="ops listed in the op histogram")
+    s.add_argument("--top", type=pos_int, default=25, help="ops listed in the op histogram")
     s.set_defaults(func=_show)
 
     m = sub.add_parser("summary", help="catalog graph summary table (seed 001 Table 3 or 4)")
     m.add_argument("--table", type=int, default=3, choices=(3, 4))
     m.add_argument("--models", help="comma-separated subset of the table's models")
-    m.add_argument("--batch-size", type=int, default=32)
+    m.add_argument("--batch-size", type=pos_int, default=32)
     m.add_argument("--optimizers", default="sgd,adam")
     m.add_argument("-o", "--output", help="also write the table as CSV")
     m.set_defaults(func=_summary)
@@ -62,9 +64,20 @@ def _export(a: argparse.Namespace) -> int:
 
     from gpuscope.graphs import OpVocabulary, encode, export_graph, save_encoded, write_graph
 
+    if a.graph and (a.dataset is None or a.batch_size is None) and not a.input_shape:
+        _graph_defaults(a)  # the user graph's own dataset and batch size, not imagenet/1
     job = _job_from_args(a)
     if a.features not in ("driple", "rich"):
         raise InputError(f"unknown feature mode {a.features!r}; expected driple or rich")
+    inputs = [a.graph, a.job, a.vocab, a.hf_config, str(a.module).rpartition(":")[0] or None]
+    out = check_output(a.output, inputs, what="graph")
+    if a.encode:
+        check_memory(f"--k {a.k} (a K x K adjacency)", 8 * a.k**2)
+        check_output(_encoded_path(out), inputs, what="encoded graph")
+        if a.vocab:
+            from gpuscope.graphs import OpVocabulary
+
+            OpVocabulary.load(a.vocab)  # a corrupt vocabulary fails before the export
     t0 = time.perf_counter()
     g = export_graph(job)
     dt = time.perf_counter() - t0
@@ -74,10 +87,25 @@ def _export(a: argparse.Namespace) -> int:
     if a.encode:
         vocab = OpVocabulary.load(a.vocab) if a.vocab else OpVocabulary().fit([g])
         data = encode(g, vocab, k=a.k, features=a.features)
-        name = out.name[: -len(".json.gz")] if out.name.endswith(".json.gz") else out.stem
-        enc = save_encoded(out.with_name(name + ".parquet"), {job.graph_key: data})
+        enc = save_encoded(_encoded_path(out), {job.graph_key: data})
         print(f"encoded: x {tuple(data.x.shape)}, edge_index {tuple(data.edge_index.shape)} -> {enc}")
     return 0
+
+
+def _encoded_path(out: Path) -> Path:
+    name = out.name[: -len(".json.gz")] if out.name.endswith(".json.gz") else out.stem
+    return out.with_name(name + ".parquet")
+
+
+def _graph_defaults(a: argparse.Namespace) -> None:
+    """Fill ``--dataset``/``--batch-size`` from a user graph's metadata (issue 18)."""
+    from gpuscope.graphs import read_graph
+
+    meta = read_graph(a.graph).meta
+    if a.dataset is None and isinstance(meta.get("dataset"), str):
+        a.dataset = meta["dataset"]
+    if a.batch_size is None and isinstance(meta.get("batch_size"), int):
+        a.batch_size = meta["batch_size"]
 
 
 def _show(a: argparse.Namespace) -> int:
@@ -113,8 +141,8 @@ def _summary(a: argparse.Namespace) -> int:
     from gpuscope.graphs import catalog_summary
     from gpuscope.jobs import table_jobs
 
-    if a.batch_size <= 0:
-        raise InputError(f"batch_size must be a positive integer, got {a.batch_size}")
+    if a.output:
+        check_output(a.output, what="table")
     jobs = table_jobs(a.table)
     table_models = list(dict.fromkeys(j.model for j in jobs))
     opts = [o.strip() for o in a.optimizers.split(",") if o.strip()]
@@ -133,6 +161,7 @@ def _summary(a: argparse.Namespace) -> int:
     with pd.option_context("display.max_rows", None, "display.width", 160):
         print(df.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     if a.output:
-        Path(a.output).parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(a.output, index=False)
+        from gpuscope.io import write_table
+
+        write_table(df, a.output, what="table")
     return 0

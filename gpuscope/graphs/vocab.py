@@ -74,12 +74,9 @@ class OpVocabulary:
 
     @classmethod
     def load(cls, path: str | Path) -> OpVocabulary:
-        try:
-            d = json.loads(Path(path).read_text())
-        except OSError as e:
-            raise InputError(f"cannot read vocabulary {path}: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise InputError(f"vocabulary {path} is not valid JSON: {e.msg}") from None
+        from gpuscope.io import read_json
+
+        d = read_json(path, "vocabulary")
         if not isinstance(d, dict) or d.get("format") != VOCAB_FORMAT:
             raise InputError(f"vocabulary {path}: not a {VOCAB_FORMAT} file")
         counts = d.get("counts")

@@ -9,6 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuscope.errors import InputError
+from gpuscope.io import check_output
+from gpuscope.limits import check_count, check_memory, pos_float, pos_int, unit_float
+
+#: Most jobs in one episode (the state, the queue and the simulator are per job; issue 18).
+MAX_EPISODE_JOBS: int = 10_000
 
 POLICIES = ("first-fit", "best-fit", "random-fit", "random-pinned")
 
@@ -18,7 +23,7 @@ def _env_flags(p: argparse.ArgumentParser) -> None:
                    help="cluster TOML file or bundled name (default gist-aix, seed 003 Table 2)")
     p.add_argument("--partitions", default="",
                    help="comma-separated partitions (default: all with flavors)")
-    p.add_argument("--jobs", type=int, default=5, help="jobs per episode, last = f (default 5)")
+    p.add_argument("--jobs", type=pos_int, default=5, help="jobs per episode, last = f (default 5)")
     p.add_argument("--iat", type=float, default=6.0,
                    help="mean exponential inter-arrival time in hours; 0 = burst (default 6)")
     p.add_argument("--durations", default="limits", choices=("limits", "fig3", "tjng"),
@@ -42,6 +47,12 @@ def _env_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mask", default="paper", choices=("paper", "fit"),
                    help="queue action always allowed (paper, default) or only when no server "
                         "has room (fit: the agent picks servers, cannot defer a job)")
+
+
+def _check_jobs(args: argparse.Namespace) -> None:
+    if args.jobs < 2:
+        raise InputError(f"--jobs must be >= 2 (the last job is f), got {args.jobs}")
+    check_count("--jobs", args.jobs, MAX_EPISODE_JOBS)
 
 
 def _partitions(args: argparse.Namespace) -> tuple[Any, list[Any]]:
@@ -90,19 +101,24 @@ def _train(args: argparse.Namespace) -> int:
     from gpuscope.mdrl.agent import DQNConfig
     from gpuscope.mdrl.train import learning_curve_png, plateau_episode, train_agent
 
-    if args.episodes < 1:
-        raise InputError(f"--episodes must be >= 1, got {args.episodes}")
+    check_output(args.out, [args.cluster, args.tjng], kind="dir", what="output folder")
+    _check_jobs(args)
+    # replay: ~2 observations of <= 1 kB each per transition; network: layers x hidden^2
+    # float32 weights with Adam's moments and a target copy
+    check_memory(f"--replay {args.replay}", 2048 * args.replay)
+    check_memory(f"--hidden {args.hidden} x --layers {args.layers}",
+                 16 * args.layers * args.hidden**2 + 16 * args.batch * args.hidden)
     cfg = DQNConfig(hidden=args.hidden, layers=args.layers, lr=args.lr, gamma=args.gamma,
                     eps_start=args.eps_start, eps_end=args.eps_end,
                     eps_episodes=args.eps_episodes, replay=args.replay, batch=args.batch,
                     target_sync=args.target_sync, val_every=args.val_every,
                     val_episodes=args.val_episodes)
     _, parts = _partitions(args)
+    envs = [make_env(args, part) for part in parts]  # bad inputs fail before anything is written
     out = _out(args)
     curves: dict[str, list[float]] = {}
     summary = []
-    for part in parts:
-        env = make_env(args, part)
+    for part, env in zip(parts, envs):
         res = train_agent(env, args.episodes, cfg, seed=args.seed, progress=not args.quiet,
                           desc=f"train {part.name}")
         res.agent.meta.update(iat_h=args.iat, jobs=args.jobs, durations=args.durations,
@@ -144,6 +160,10 @@ def _eval(args: argparse.Namespace) -> int:
         summarise,
     )
 
+    if args.out:
+        check_output(args.out, [args.cluster, args.tjng, args.model_dir], kind="dir",
+                     what="output folder")
+    _check_jobs(args)
     _, parts = _partitions(args)
     pols = [p.strip() for p in args.policies.split(",") if p.strip()]
     bad = [p for p in pols if p not in POLICIES]
@@ -208,7 +228,12 @@ def _export(args: argparse.Namespace) -> int:
     from gpuscope.mdrl.baselines import Oracle, make_baseline, run_episode
     from gpuscope.mdrl.export import make_plan, write_plan_files
     from gpuscope.mdrl.sim import fig3_episode
+    from gpuscope.slurm.cli import time_scale
 
+    check_output(args.out, [args.cluster, args.tjng, args.model_dir], kind="dir",
+                 what="output folder")
+    _check_jobs(args)
+    time_scale(args.time_scale)
     cl, parts = _partitions(args)
     plans = []
     times: dict[str, tuple[float, float]] = {}  # job_id -> (arrival_h, duration_h), for --submit
@@ -268,24 +293,24 @@ def register(subparsers: Any) -> None:
 
     t = sub.add_parser("train", help="train one DQN agent per partition (Algorithm 1)")
     _env_flags(t)
-    t.add_argument("--episodes", type=int, default=1000, help="training episodes (default 1000)")
+    t.add_argument("--episodes", type=pos_int, default=1000, help="training episodes (default 1000)")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--hidden", type=int, default=64, help="hidden units per layer (default 64)")
-    t.add_argument("--layers", type=int, default=2, help="hidden layers (default 2)")
-    t.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
-    t.add_argument("--gamma", type=float, default=0.95, help="discount (default 0.95)")
-    t.add_argument("--eps-start", type=float, default=1.0, help="initial epsilon (default 1)")
-    t.add_argument("--eps-end", type=float, default=0.05, help="final epsilon (default 0.05)")
+    t.add_argument("--hidden", type=pos_int, default=64, help="hidden units per layer (default 64)")
+    t.add_argument("--layers", type=pos_int, default=2, help="hidden layers (default 2)")
+    t.add_argument("--lr", type=pos_float, default=1e-3, help="Adam learning rate (default 1e-3)")
+    t.add_argument("--gamma", type=unit_float, default=0.95, help="discount (default 0.95)")
+    t.add_argument("--eps-start", type=unit_float, default=1.0, help="initial epsilon (default 1)")
+    t.add_argument("--eps-end", type=unit_float, default=0.05, help="final epsilon (default 0.05)")
     t.add_argument("--eps-episodes", type=int, default=300,
                    help="episodes of linear epsilon decay (default 300)")
-    t.add_argument("--replay", type=int, default=10_000, help="replay size (default 10000)")
-    t.add_argument("--batch", type=int, default=64, help="batch size (default 64)")
-    t.add_argument("--target-sync", type=int, default=100,
+    t.add_argument("--replay", type=pos_int, default=10_000, help="replay size (default 10000)")
+    t.add_argument("--batch", type=pos_int, default=64, help="batch size (default 64)")
+    t.add_argument("--target-sync", type=pos_int, default=100,
                    help="gradient steps between target-network syncs (default 100)")
     t.add_argument("--val-every", type=int, default=25,
                    help="episodes between greedy validations; the best weights are kept "
                         "(0: keep the last; default 25)")
-    t.add_argument("--val-episodes", type=int, default=50,
+    t.add_argument("--val-episodes", type=pos_int, default=50,
                    help="validation episodes (own seed, disjoint from eval's; default 50)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.add_argument("-o", "--out", required=True, help="output folder (checkpoints, curve)")
@@ -296,8 +321,8 @@ def register(subparsers: Any) -> None:
     e.add_argument("--model-dir", default=None, help="folder with <partition>.pt checkpoints")
     e.add_argument("--policies", default=",".join(POLICIES),
                    help=f"baselines (default {','.join(POLICIES)})")
-    e.add_argument("--episodes", type=int, default=100, help="test episodes per seed (100)")
-    e.add_argument("--seeds", type=int, default=1, help="seeds (default 1)")
+    e.add_argument("--episodes", type=pos_int, default=100, help="test episodes per seed (100)")
+    e.add_argument("--seeds", type=pos_int, default=1, help="seeds (default 1)")
     e.add_argument("--no-oracle", action="store_true", help="skip the brute-force oracle")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.add_argument("-o", "--out", default=None, help="folder for eval.csv (per episode)")

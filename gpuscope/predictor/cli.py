@@ -21,6 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuscope.errors import InputError
+from gpuscope.io import check_input_file, check_output, write_table
+from gpuscope.limits import check_count, check_memory, fraction, pos_float, pos_int
+
+#: Most size variants per Hugging Face family and configurations per architecture (corpus).
+MAX_CORPUS_VARIANTS: int = 10_000
 
 
 def register(subparsers: Any) -> None:
@@ -35,21 +40,21 @@ def register(subparsers: Any) -> None:
     t.add_argument("--kinds", default="auto",
                    help="physics: auto (per-target winner on held-out families), gbt, mlp "
                         "or analytic")
-    t.add_argument("--targets", default="full", help="full (13 targets, default) or driple (6)")
-    t.add_argument("--split", default="random", help="random (60/20/20, default) or family")
+    t.add_argument("--targets", default="full", choices=("full", "driple"), help="full (13 targets, default) or driple (6)")
+    t.add_argument("--split", default="random", choices=("random", "family"), help="random (60/20/20, default) or family")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--epochs", type=int, default=150, help="maximum epochs (default 150)")
-    t.add_argument("--patience", type=int, default=20, help="early-stopping patience (epochs)")
-    t.add_argument("--batch-size", type=int, default=32)
-    t.add_argument("--lr", type=float, default=3e-3)
-    t.add_argument("--hidden", type=int, default=64)
+    t.add_argument("--epochs", type=pos_int, default=150, help="maximum epochs (default 150)")
+    t.add_argument("--patience", type=pos_int, default=20, help="early-stopping patience (epochs)")
+    t.add_argument("--batch-size", type=pos_int, default=32)
+    t.add_argument("--lr", type=pos_float, default=3e-3)
+    t.add_argument("--hidden", type=pos_int, default=64)
     t.add_argument("--steps", default="8",
                    help="shared-GCN steps L: an integer (default 8) or 'half' for the seed's "
                         "L = N/2 per graph")
-    t.add_argument("--fraction", type=float, default=1.0,
+    t.add_argument("--fraction", type=fraction, default=1.0,
                    help="fraction of the training split to use (data-efficiency runs)")
     t.add_argument("--init-from", help="transfer learning: start from this checkpoint")
-    t.add_argument("--finetune", default="all", help="all (default) or head (with --init-from)")
+    t.add_argument("--finetune", default="all", choices=("all", "head"), help="all (default) or head (with --init-from)")
     t.add_argument("--graph-stats", action=argparse.BooleanOptionalAction, default=True,
                    help="feed whole-graph statistics to the MLP beside u (default; beyond the "
                         "seed); --no-graph-stats for the seed's [r ‖ u]")
@@ -81,10 +86,10 @@ def register(subparsers: Any) -> None:
     c = gs.add_parser("corpus", help="build (or resume) the architecture corpus")
     c.add_argument("-o", "--output", required=True, help="corpus folder (parts/, corpus.parquet)")
     c.add_argument("--devices", default="all", help="catalog devices: all or a comma list")
-    c.add_argument("--per-arch", type=int, default=1, help="configurations per architecture")
-    c.add_argument("--per-family", type=int, default=32, help="Hugging Face size variants")
+    c.add_argument("--per-arch", type=pos_int, default=1, help="configurations per architecture")
+    c.add_argument("--per-family", type=pos_int, default=32, help="Hugging Face size variants")
     c.add_argument("--no-hf", action="store_true", help="catalog models only")
-    c.add_argument("--max-minutes", type=float, help="stop cleanly after this long (resume later)")
+    c.add_argument("--max-minutes", type=pos_float, help="stop cleanly after this long (resume later)")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--quiet", action="store_true")
     c.set_defaults(func=_corpus)
@@ -121,6 +126,15 @@ def _steps(v: str) -> int | None:
 
 
 def _train(a: argparse.Namespace) -> int:
+    check_output(a.output, [*a.dataset, a.init_from], what="checkpoint")
+    if a.init_from:
+        if a.arch != "gnn":
+            raise InputError("--init-from (transfer learning) goes with --arch gnn; the physics "
+                             "predictor trains from its emulator estimate")
+        check_input_file(a.init_from, "checkpoint")
+    _steps(a.steps)
+    # GCN + GRU + MLP weights with Adam's two moments: ~16 hidden x hidden float32 matrices
+    check_memory(f"--hidden {a.hidden}", 16 * 4 * 3 * a.hidden**2)
     if a.arch == "physics":
         return _train_physics(a)
     if len(a.dataset) != 1:
@@ -173,6 +187,8 @@ def _train_gnn(a: argparse.Namespace) -> int:
 
 
 def _evaluate(a: argparse.Namespace) -> int:
+    if a.output:
+        check_output(a.output, [a.dataset, a.model], what="table")
     from gpuscope.predictor.physpredict import FORMAT_VERSION, read_checkpoint_dict
 
     if read_checkpoint_dict(a.model).get("format_version") == FORMAT_VERSION:
@@ -217,7 +233,7 @@ def _evaluate_physics(a: argparse.Namespace) -> int:
     pd.set_option("display.width", 250)
     print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     if a.output:
-        table.to_csv(a.output, index=False)
+        write_table(table, a.output, [a.dataset, a.model], what="table")
     return 0
 
 
@@ -238,7 +254,7 @@ def _evaluate_gnn(a: argparse.Namespace) -> int:
           f"{bundle.split.get('seed', '?')}; nMSE = MSE of min-max normalised labels")
     print(format_table(table))
     if a.output:
-        table.to_csv(a.output, index=False)
+        write_table(table, a.output, [a.dataset, a.model], what="table")
     return 0
 
 
@@ -246,18 +262,19 @@ def _predict(a: argparse.Namespace) -> int:
     from gpuscope.jobs import read_queue
     from gpuscope.predictor.predict import load_predictor
 
+    check_output(a.output, [a.jobs, a.model, a.graphs], what="predictions")
+    if a.graphs is not None:  # a typo or a corrupt file fails here, whatever the checkpoint
+        from gpuscope.io import read_parquet
+
+        gp = Path(a.graphs)
+        read_parquet(gp / "graphs.parquet" if gp.is_dir() else gp, "encoded graphs")
     jobs = read_queue(a.jobs)
     pred = load_predictor(a.model, graphs=a.graphs, device=a.device)
     t0 = time.perf_counter()
     df = pred.predict(jobs)
     dt = time.perf_counter() - t0
     out = Path(a.output)
-    if out.resolve() == Path(a.jobs).resolve():
-        raise InputError("-o would overwrite the job queue; choose another file")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    df.to_csv(tmp, index=False)
-    tmp.replace(out)
+    write_table(df, out, [a.jobs, a.model, a.graphs], what="predictions")
     sys.stderr.write(f"predicted {len(df)} jobs on {pred.device} in {dt:.2f} s -> {out}\n")
     if "in_domain" in df:
         bad = df[~df["in_domain"].astype(bool)]
@@ -280,8 +297,9 @@ def _corpus(a: argparse.Namespace) -> int:
 
     devs = list(load_catalog()) if a.devices == "all" else \
         [d.name for d in parse_device_list(a.devices)]
-    if a.per_arch < 1 or a.per_family < 1:
-        raise InputError("--per-arch and --per-family must be >= 1")
+    check_count("--per-arch", a.per_arch, MAX_CORPUS_VARIANTS)
+    check_count("--per-family", a.per_family, MAX_CORPUS_VARIANTS)
+    check_output(a.output, kind="dir", what="corpus folder")
     archs = architectures(a.per_arch, a.per_family, a.seed, hf=not a.no_hf)
     s = build_corpus(a.output, devs, archs, a.max_minutes, progress=not a.quiet)
     print(f"corpus {a.output}: {s['architectures']} architectures, {s['families']} families, "
@@ -299,10 +317,15 @@ def _ablation(a: argparse.Namespace) -> int:
     from gpuscope.predictor.v2data import load_physics
     from gpuscope.predictor.v2eval import run_ablation, summarise
 
+    try:
+        seeds = tuple(int(x) for x in a.seeds.split(",") if x.strip())
+    except ValueError:
+        raise InputError(f"--seeds is a comma list of integers, got {a.seeds!r}") from None
+    if len(seeds) < 1 or min(seeds) < 0:
+        raise InputError(f"--seeds needs at least one seed, all >= 0, got {a.seeds!r}")
+    if a.output:
+        check_output(a.output, a.dataset, what="table")
     data = load_physics(a.dataset, progress=True)
-    seeds = tuple(int(x) for x in a.seeds.split(",") if x.strip())
-    if len(seeds) < 1:
-        raise InputError("--seeds needs at least one seed")
     long = run_ablation(data, seeds, progress=True)
     s = summarise(long, data.targets)
     pd.set_option("display.width", 250)
@@ -311,5 +334,5 @@ def _ablation(a: argparse.Namespace) -> int:
     cols = ["model", "mape_exec_pct", "mape_exec_pct_ci", "nmse", "nmse_ci"]
     print(s[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     if a.output:
-        long.to_csv(a.output, index=False)
+        write_table(long, a.output, a.dataset, what="table")
     return 0

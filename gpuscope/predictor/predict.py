@@ -51,6 +51,13 @@ class Predictor:
             raise InputError(f"this checkpoint predicts {bundle.device!r} only; --device "
                              f"{device!r} applies to multi-device checkpoints")
         self.device = device or bundle.device
+        if device is not None:
+            from gpuscope.devices import get_device
+
+            get_device(device)  # InputError for an unknown device (issue 18)
+            if not bundle.config.device_dim and device != bundle.device:
+                raise InputError(f"the checkpoint was trained on {bundle.device}, not "
+                                 f"{device!r}; give no --device or a checkpoint of that device")
         self._readouts: dict[str, Tensor] = {}
         self._gstats: dict[str, Tensor] = {}
         self._vocab = None

@@ -31,6 +31,7 @@ with ``retry_errors``, and aborts with one line when the environment is broken: 
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -70,6 +71,10 @@ class Campaign:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: Most jobs a campaign matrix may expand to (issue 18: no size can exhaust memory).
+MAX_CAMPAIGN_JOBS: int = 100_000
+
+
 def _list(where: str, key: str, v: Any, typ: type) -> list[Any]:
     vals = v if isinstance(v, list) else [v]
     if not vals:
@@ -84,7 +89,7 @@ def _list(where: str, key: str, v: Any, typ: type) -> list[Any]:
 
 def _positive(where: str, key: str, v: Any, integer: bool = False) -> Any:
     ok = isinstance(v, int) if integer else isinstance(v, (int, float))
-    if isinstance(v, bool) or not ok or v <= 0:
+    if isinstance(v, bool) or not ok or not 0 < v < math.inf:  # nan, inf refused (issue 18)
         raise InputError(f"{where}: {key} must be a positive {'integer' if integer else 'number'}, got {v!r}")
     return v
 
@@ -127,6 +132,10 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
             _positive(where, "steps_per_epoch", spe, integer=True)
         framework = get("framework", "pytorch")
         precs = _list(where, "precisions", get("precisions", ["fp32"]), str)
+        n_group = len(models) * len(datasets) * len(opts) * len(bss) * len(eps) * len(precs)
+        if len(jobs) + n_group > MAX_CAMPAIGN_JOBS:
+            raise InputError(f"{where}: the matrix holds over {MAX_CAMPAIGN_JOBS} jobs "
+                             f"({n_group} in this group)")
         for m, ds, o, b, e, pr in itertools.product(models, datasets, opts, bss, eps, precs):
             try:
                 j = JobSpec(m, ds, o, b, e, steps_per_epoch=spe, framework=framework,

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any
 
 from gpuscope.errors import InputError
+from gpuscope.io import check_output, write_table
+from gpuscope.limits import pos_float, pos_int
+
+_DEVICE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,17 +25,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("campaign", help="campaign TOML file (e.g. campaigns/table3.toml)")
     r.add_argument("--device-name", required=True, help="name of the profiled device, e.g. h100")
     r.add_argument("--out", help="runs folder (default runs/<device-name>)")
-    r.add_argument("--max-runs", type=int, help="run at most this many pending jobs")
+    r.add_argument("--max-runs", type=pos_int, help="run at most this many pending jobs")
     r.add_argument("--backend", choices=("local", "ray", "slurm"), default="local")
-    r.add_argument("--timeout-s", type=float, help="per-run wall-clock limit (overrides campaign)")
-    r.add_argument("--period-s", type=float, help="sampling period (overrides campaign; 1/6 s)")
-    r.add_argument("--memory-limit-mb", type=int, help="RLIMIT_AS of each job (CPU OOM)")
+    r.add_argument("--timeout-s", type=pos_float, help="per-run wall-clock limit (overrides campaign)")
+    r.add_argument("--period-s", type=pos_float, help="sampling period (overrides campaign; 1/6 s)")
+    r.add_argument("--memory-limit-mb", type=pos_int, help="RLIMIT_AS of each job (CPU OOM)")
     r.add_argument("--job-device", help="--device passed to the job (cpu, cuda)")
     r.add_argument("--no-nvml", action="store_true", help="do not sample GPUs")
     r.add_argument("--ray-address", help="Ray cluster address (default: start a local one)")
     r.add_argument("--gpus", type=int, default=None,
                    help="Ray: GPUs of this type (default: NVML's count); 0 = CPU tasks")
-    r.add_argument("--cpus-per-task", type=float, default=1.0, help="Ray: CPUs per task")
+    r.add_argument("--cpus-per-task", type=pos_float, default=1.0, help="Ray: CPUs per task")
     r.add_argument("--slurm-partition", help="Slurm: partition of the runs (default: any)")
     r.add_argument("--slurm-state-dir", help="Slurm: state folder of a `gpuscope slurm up` "
                    "cluster (default: that of slurm up if one is up, else $SLURM_CONF's)")
@@ -102,6 +107,15 @@ def _run(args: argparse.Namespace) -> int:
     from gpuscope.profiling.campaign import load_campaign, pending_jobs, run_campaign, run_options
     from gpuscope.profiling.ledger import Ledger, campaign_lock
 
+    if not _DEVICE_NAME.match(args.device_name or ""):
+        raise InputError(f"--device-name must be a name like h100 or rtx2070 (letters, digits, "
+                         f"'.', '-', '_'), got {args.device_name!r}")
+    check_output(args.out or Path("runs") / args.device_name, [args.campaign], kind="dir",
+                 what="runs folder")
+    if args.backend == "ray" and args.ray_address:
+        from gpuscope.profiling.ray_backend import check_ray_address
+
+        check_ray_address(args.ray_address)  # one line within seconds, not a minutes-long hang
     campaign = load_campaign(args.campaign)
     for name in ("max_runs", "timeout_s", "period_s", "memory_limit_mb"):
         _positive(name.replace("_", "-"), getattr(args, name))
@@ -166,15 +180,12 @@ def _nvml_count() -> int:
 def _label(args: argparse.Namespace) -> int:
     from gpuscope.profiling.labeling import label_runs
 
-    df = label_runs(args.runs_dir, args.method)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix.lower() == ".csv":
-        df.to_csv(out, index=False)
-    elif out.suffix.lower() == ".parquet":
-        df.to_parquet(out, index=False)
-    else:
+    if out.suffix.lower() not in (".csv", ".parquet"):
         raise InputError(f"{out}: unsupported extension {out.suffix!r} (use .parquet or .csv)")
+    check_output(out, [args.runs_dir], what="labels")
+    df = label_runs(args.runs_dir, args.method)
+    write_table(df, out, [args.runs_dir], what="labels")
     print(json.dumps({"labels": str(out), "rows": len(df),
                       "status": df["status"].value_counts().to_dict()}))
     return 0
@@ -191,6 +202,7 @@ def _plot(args: argparse.Namespace) -> int:
         path = Path(args.runs) / "traces" / f"{args.run}.parquet"
         if not path.is_file():
             raise InputError(f"run {args.run!r} not found in {args.runs}/traces")
+    check_output(args.out, [path], what="figure")
     df, meta = read_trace(path)
     out = plot_trace(df, meta, args.out, args.method)
     print(json.dumps({"figure": str(out), "run_id": meta.run_id, "provenance": meta.provenance}))
@@ -200,6 +212,7 @@ def _plot(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from gpuscope.profiling.dataset import build_dataset
 
+    check_output(args.out, args.runs, kind="dir", what="dataset folder")
     manifest = build_dataset(args.runs, args.out, method=args.method, traces=args.traces,
                              notes=args.note, progress=not args.quiet)
     if manifest.get("host_busy_runs"):

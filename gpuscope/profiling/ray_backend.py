@@ -48,6 +48,31 @@ def _task(job: dict[str, Any], opts: dict[str, Any], use_gpu: bool) -> tuple[str
         return meta.to_json(), path.read_bytes()
 
 
+#: Seconds to wait for a TCP connection to a Ray cluster before giving up (issue 18).
+CONNECT_TIMEOUT_S: float = 10.0
+
+
+def check_ray_address(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse (``InputError``) a Ray address that does not accept a TCP connection within
+    ``timeout_s``: ``ray.init`` would retry an unreachable GCS for minutes. ``auto`` and
+    ``local`` are Ray's own lookups and pass."""
+    import socket
+
+    if address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise InputError(f"--ray-address must be HOST:PORT or ray://HOST:PORT, got {address!r}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        raise InputError(f"Ray cluster at {address} is unreachable ({why}, "
+                         f"{timeout_s:g} s limit)") from None
+
+
 def run_campaign_ray(
     jobs: list[JobSpec],
     out_dir: str | Path,
@@ -72,6 +97,7 @@ def run_campaign_ray(
     if not ray.is_initialized():
         kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address:
+            check_ray_address(address)
             kw["address"] = address
         elif num_gpus > 0:
             kw["resources"] = {gpu_type_resource(opts.device_name): float(num_gpus)}

@@ -12,6 +12,8 @@ import sys
 from dataclasses import replace
 
 from gpuscope.errors import InputError
+from gpuscope.io import check_output
+from gpuscope.limits import pos_float_or_inf, pos_int
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -26,6 +28,7 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError("give -o/--output OUT")
     if args.max_it is not None and args.max_it < 1:
         raise InputError(f"--max-it must be >= 1, got {args.max_it}")
+    check_output(args.output, [args.instance], kind="dir", what="results folder")
     p = load_problem(args.instance)
     over = {k: v for k, v in (("placement", args.placement), ("interval", args.interval),
                               ("H", args.horizon)) if v is not None}
@@ -56,6 +59,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise InputError(f"--jobs must be >= 1, got {args.jobs}")
+    check_output(args.output, [args.source], kind="dir", what="instance folder")
     p = generate(args.source, args.nodes, seed=args.seed, arrivals=args.arrivals, n_jobs=args.jobs)
     save_problem(p, args.output)
     print(f"{p.n_jobs} jobs, {p.n_nodes} nodes, {len(p.vm_names)} node types "
@@ -70,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sp.add_argument("--instance", help="reference-format instance folder")
     sp.add_argument("--method", choices=METHODS, default="pr")
     sp.add_argument("--seed", type=int, default=1)
-    sp.add_argument("--max-it", type=int, default=None, help="MaxIt_RG (default 1000)")
+    sp.add_argument("--max-it", type=pos_int, default=None, help="MaxIt_RG (default 1000)")
     sp.add_argument("--pr-objective", choices=("p1a", "eq1"), default="p1a",
                     help="PR: keep the relinked or the RG solution by the P1a proxy (default), "
                          "or return the relinked one as seed 002's Eq. 1 (eq1)")
@@ -81,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="node placement: 'largest' (default; the reference's: a new node is the "
                          "largest VM of the job's GPU type, later jobs best-fit into open nodes of "
                          "that GPU type) or 'per-job' (a node of the job's own VM type)")
-    sp.add_argument("--interval", type=float, default=None,
+    sp.add_argument("--interval", type=pos_float_or_inf, default=None,
                     help="periodic rescheduling interval in s (default inf: event-driven, "
                          "arrivals and completions only, as the reference)")
     sp.add_argument("--horizon", type=float, default=None,
@@ -94,8 +98,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = sp.add_subparsers(dest="schedule_command", metavar="generate")
     g = sub.add_parser("generate", help="random instance as in seed 002 §4.1")
     g.add_argument("--source", default="alexnet", help="alexnet, andreas, gavel, or a t_jng .csv/.parquet")
-    g.add_argument("--nodes", type=int, required=True)
-    g.add_argument("--jobs", type=int, default=None, help="default 10 x nodes")
+    g.add_argument("--nodes", type=pos_int, required=True)
+    g.add_argument("--jobs", type=pos_int, default=None, help="default 10 x nodes")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--arrivals", choices=("exponential", "high", "low", "mixed"), default="exponential")
     g.add_argument("-o", "--output", required=True)

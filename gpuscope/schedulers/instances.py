@@ -35,6 +35,7 @@ import pandas as pd
 
 from gpuscope.errors import InputError
 from gpuscope.external import data_dir
+from gpuscope.limits import check_memory
 from gpuscope.schedulers.model import Params, Problem, compile_instance
 from gpuscope.tjng import Instance, read_tjng, tjng_to_instance, validate_tjng
 
@@ -128,6 +129,9 @@ def generate(source: str | pd.DataFrame, n_nodes: int, seed: int = 0, arrivals: 
     tj, cat, extra = source_tables(source)
     J = n_jobs or 10 * n_nodes
     classes = np.array(sorted(tj["job_id"].unique()))
+    # issue 18: a per-job DataFrame (~4 kB) and ~256 B per t_jng row (table, merge, Problem)
+    check_memory(f"an instance of {J} jobs on {n_nodes} nodes",
+                 J * (4096 + 256 * len(tj) / max(1, len(classes))))
     pick = classes[rng.integers(0, len(classes), J)]
     ids = [f"{c}_{i}" for i, c in enumerate(pick)]
     by_class = {c: g for c, g in tj.groupby("job_id")}

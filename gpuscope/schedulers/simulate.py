@@ -11,6 +11,8 @@ cost); a job finishing at C_j > d_j adds ω_j (C_j − d_j) (tardiness cost).
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -18,6 +20,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from gpuscope.errors import InputError
 from gpuscope.schedulers.model import Problem
 from gpuscope.schedulers.step import StepState, node_types
 
@@ -76,6 +79,28 @@ def _relabel(p: Problem, prev: np.ndarray, node: np.ndarray, conf: np.ndarray) -
     return np.where(run, mapping[np.maximum(node, 0)], -1)
 
 
+#: Most periodic rescheduling points a simulation may plan (issue 18: ``--interval 0.001`` on
+#: jobs of hours would loop for millions of points); ``$GPUSCOPE_MAX_POINTS`` overrides.
+MAX_POINTS: int = 100_000
+
+
+def check_points(p: Problem) -> None:
+    """Refuse a periodic ``interval`` that needs more than :data:`MAX_POINTS` rescheduling
+    points: the instance spans at least (last - first submission) + the shortest job."""
+    H = p.params.interval
+    if not math.isfinite(H) or p.n_jobs == 0:
+        return
+    fastest = np.min(p.T, axis=1)
+    ok = np.isfinite(fastest)
+    # every job ends at least its fastest time after its submission: a lower bound on the span
+    span = float(np.max(p.submit[ok] + fastest[ok]) - np.min(p.submit)) if ok.any() else 0.0
+    limit = int(os.environ.get("GPUSCOPE_MAX_POINTS", MAX_POINTS))
+    if span / H > limit:
+        raise InputError(f"rescheduling interval {H:g} s over an instance spanning at least "
+                         f"{span:.0f} s needs over {span / H:.3g} rescheduling points, over the "
+                         f"limit of {limit} ($GPUSCOPE_MAX_POINTS); use a longer --interval")
+
+
 def simulate(p: Problem, method: object, progress: bool = False, check: bool = True,
              full_log: bool = False) -> SimResult:
     """Run ``method`` (an object with ``step(problem, state)``) online over the whole instance.
@@ -85,6 +110,7 @@ def simulate(p: Problem, method: object, progress: bool = False, check: bool = T
     linear in the jobs in the system; the output is linear in the jobs (segments) unless
     ``full_log`` asks for the reference's per-point rows."""
     J, N, H = p.n_jobs, p.n_nodes, p.params.interval
+    check_points(p)
     done = np.zeros(J)
     finished = np.zeros(J, dtype=bool)
     completion = np.full(J, np.nan)

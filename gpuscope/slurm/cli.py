@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import subprocess
 from pathlib import Path
 
@@ -64,9 +65,11 @@ def add_submit_args(p: argparse.ArgumentParser, cluster: bool = False) -> None:
 
 def time_scale(text: str) -> float | str:
     """``auto`` (planned makespan -> 60 s of wall time), ``auto:S`` (-> S s) or a number."""
+    if isinstance(text, float):  # already parsed
+        return text
     if text == "auto" or text.startswith("auto:"):
         try:
-            if text != "auto" and not float(text[5:]) > 0:
+            if text != "auto" and not 0 < float(text[5:]) < math.inf:
                 raise ValueError
         except ValueError:
             raise InputError(f"--time-scale auto:S needs S > 0 seconds, got {text!r}") from None
@@ -75,8 +78,8 @@ def time_scale(text: str) -> float | str:
         v = float(text)
     except ValueError:
         raise InputError(f"--time-scale must be 'auto' or a number, got {text!r}") from None
-    if not v > 0:
-        raise InputError(f"--time-scale must be > 0, got {text}")
+    if not 0 < v < math.inf:
+        raise InputError(f"--time-scale must be a finite number > 0, got {text}")
     return v
 
 

@@ -11,9 +11,17 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from gpuscope.errors import InputError
+from gpuscope.io import check_output
+from gpuscope.limits import check_count, pos_float, pos_int
+
+#: Most simulated workers (GPUs); the paper runs 4 or 8 (issue 18: no size exhausts memory).
+MAX_WORKERS: int = 100_000
+_K8S_CPU = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
+_K8S_MEM = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$")
 
 
 def add_sim_args(p: argparse.ArgumentParser) -> None:
@@ -22,9 +30,9 @@ def add_sim_args(p: argparse.ArgumentParser) -> None:
     from gpuscope.specon.traces import WORKLOADS
 
     p.add_argument("--workload", choices=tuple(WORKLOADS), default="fixed-vae20")
-    p.add_argument("--workers", type=int, default=None, help="default: the paper's (4, or 8 for random50)")
+    p.add_argument("--workers", type=pos_int, default=None, help="default: the paper's (4, or 8 for random50)")
     p.add_argument("--alpha", type=float, default=0.01, help="Algorithm 1 threshold α (paper 0.01)")
-    p.add_argument("--interval", type=float, default=30.0, help="monitor interval s (paper 30)")
+    p.add_argument("--interval", type=pos_float, default=30.0, help="monitor interval s (paper 30)")
     p.add_argument("--sharing", choices=SHARINGS, default="ps", help="co-location model (reported)")
     p.add_argument("--beta", type=float, default=1.3, help="power sharing: speed n^-beta")
     p.add_argument("--gavel-gpu", default="v100", help="measured-pairs: Gavel GPU (k80, p100, v100)")
@@ -52,6 +60,7 @@ def config_from(args: argparse.Namespace) -> tuple[list, object]:  # type: ignor
 
     jobs, workers = make_trace(args.workload, args.seed)
     n = args.workers if args.workers is not None else workers
+    check_count("--workers", n, MAX_WORKERS)
     if n < 1:
         raise InputError(f"--workers must be >= 1, got {n}")
     if args.request_min < 0:
@@ -80,6 +89,8 @@ def _simulate(args: argparse.Namespace) -> int:
     from gpuscope.specon.report import compare, format_table, plot_timeline, write_outputs
     from gpuscope.specon.sim import run_policies
 
+    if args.output:
+        check_output(args.output, kind="dir", what="output folder")
     jobs, cfg = config_from(args)
     res = run_policies(jobs, cfg)  # type: ignore[arg-type]
     comps = [compare(res["ds"], res[p]) for p in ("specon", "specon-srpt")]
@@ -101,6 +112,12 @@ def _simulate(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from gpuscope.specon.k8s import export, load_sim_dir
 
+    if not _K8S_CPU.match(args.cpu):
+        raise InputError(f"--cpu must be a Kubernetes CPU quantity (2, 0.5, 500m), got {args.cpu!r}")
+    if not _K8S_MEM.match(args.memory):
+        raise InputError(f"--memory must be a Kubernetes memory quantity (4Gi, 512Mi), "
+                         f"got {args.memory!r}")
+    check_output(args.output, [args.source], kind="dir", what="output folder")
     if args.source:
         jobs_rows, decisions = load_sim_dir(Path(args.source), args.policy)
     else:

@@ -45,6 +45,10 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Most samples timed per dataset (a few ms each: at most about a minute).
+MAX_SAMPLES: int = 10_000
+
+
 def pipeline_ms_per_sample(dataset: str, target: str, samples: int, seed: int = 0) -> float:
     """Single-core cost of the CPU input pipeline (decode, augment, normalise) per sample."""
     import time
@@ -73,6 +77,8 @@ def _pipeline(args: argparse.Namespace) -> int:
 
     if args.samples <= 0:
         raise InputError(f"--samples must be > 0, got {args.samples}")
+    if args.samples > MAX_SAMPLES:  # issue 18: no parameter value may hang the command
+        raise InputError(f"--samples is {args.samples}, over the limit of {MAX_SAMPLES}")
     names = ([n for n, d in DATASETS.items() if n in STORED_SIDE]
              if args.dataset == "all" else [args.dataset])
     print(f"{'dataset':<9} {'ms/sample (1 core)':>19} {'samples/s/core':>15}")
