@@ -1,0 +1,139 @@
+"""Cases of the bad-input sweep (issue 18), kept apart from the test so the table stays readable.
+
+Each case is ``(family, id, argv)``; ``{d}`` in an argument is the sweep's input folder, where
+the fixture writes valid inputs (a queue, a graph, a campaign, a runs folder, labels, a
+dataset, a checkpoint, a t_jng table, an instance, a plan, a loss log) and malformed ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+Case = tuple[str, str, list[str]]
+
+#: One valid invocation per subcommand (outputs under {d}/out), the base of generated cases.
+BASE: dict[str, list[str]] = {
+    "jobs schema": ["jobs", "schema", "-o", "{d}/out/s.json"],
+    "jobs template": ["jobs", "template", "-o", "{d}/out/t.csv"],
+    "jobs check": ["jobs", "check", "{d}/q.csv"],
+    "graph export": ["graph", "export", "--model", "lenet", "--dataset", "cifar10",
+                     "--batch-size", "8", "-o", "{d}/out/g.json"],
+    "graph show": ["graph", "show", "{d}/g.json"],
+    "graph summary": ["graph", "summary", "--models", "lenet", "-o", "{d}/out/gs.csv"],
+    "workloads list": ["workloads", "list"],
+    "workloads pipeline": ["workloads", "pipeline", "--dataset", "mnist", "--samples", "2"],
+    "profile run": ["profile", "run", "{d}/c.toml", "--device-name", "v100",
+                    "--out", "{d}/out/runs", "--quiet"],
+    "profile label": ["profile", "label", "{d}/runs/v100", "-o", "{d}/out/l.csv"],
+    "profile plot": ["profile", "plot", "{d}/trace.parquet", "-o", "{d}/out/p.png"],
+    "profile build-dataset": ["profile", "build-dataset", "--runs", "{d}/runs/v100",
+                              "-o", "{d}/out/ds", "--quiet"],
+    "emulate": ["emulate", "{d}/c.toml", "--devices", "v100", "--out", "{d}/out/em", "--quiet"],
+    "estimate": ["estimate", "--model", "lenet", "--dataset", "cifar10", "--batch-size", "8",
+                 "--devices", "v100", "--quiet"],
+    "train": ["train", "--dataset", "{d}/ds", "-o", "{d}/out/m.pt", "--quiet"],
+    "evaluate": ["evaluate", "--dataset", "{d}/ds", "--model", "{d}/ck.pt"],
+    "predictor corpus": ["predictor", "corpus", "-o", "{d}/out/corpus", "--devices", "v100",
+                         "--no-hf", "--quiet"],
+    "predictor ablation": ["predictor", "ablation", "--dataset", "{d}/ds"],
+    "predict": ["predict", "--model", "{d}/ck.pt", "--jobs", "{d}/q.csv", "-o", "{d}/out/p.csv"],
+    "allocate": ["allocate", "--jobs", "{d}/q.csv", "--cluster", "v100:1,a100:1",
+                 "-o", "{d}/out/al"],
+    "tjng": ["tjng", "--jobs", "{d}/q.csv", "--cluster", "v100:1", "-o", "{d}/out/tj"],
+    "schedule": ["schedule", "--instance", "{d}/inst", "--method", "fifo", "-o", "{d}/out/sch"],
+    "schedule generate": ["schedule", "generate", "--nodes", "2", "-o", "{d}/out/gen"],
+    "mdrl train": ["mdrl", "train", "--episodes", "2", "--quiet", "-o", "{d}/out/mt"],
+    "mdrl eval": ["mdrl", "eval", "--episodes", "2", "--no-oracle", "--quiet",
+                  "--policies", "first-fit"],
+    "mdrl fig3": ["mdrl", "fig3"],
+    "mdrl export": ["mdrl", "export", "-o", "{d}/out/mx"],
+    "specon simulate": ["specon", "simulate", "-o", "{d}/out/sp"],
+    "specon export-k8s": ["specon", "export-k8s", "-o", "{d}/out/k8s"],
+    "specon fit": ["specon", "fit", "{d}/loss.csv"],
+    "slurm up": ["slurm", "up", "--state-dir", "{d}/out/slurm", "--cluster", "{d}/cluster.toml"],
+    "slurm down": ["slurm", "down", "--state-dir", "{d}/out/slurm"],
+    "slurm status": ["slurm", "status", "--state-dir", "{d}/out/slurm"],
+    "slurm submit": ["slurm", "submit", "{d}/plan.csv", "--state-dir", "{d}/out/slurm",
+                     "-o", "{d}/out/sub"],
+    "slurm collect": ["slurm", "collect", "-o", "{d}/out/sub", "--no-wait"],
+    "demo": ["demo"],
+}
+
+# Output options of each command writing files: (option, kind of output).
+OUTPUTS: dict[str, tuple[str, str]] = {
+    "jobs schema": ("-o", "file"), "jobs template": ("-o", "file"),
+    "graph export": ("-o", "file"), "graph summary": ("-o", "file"),
+    "profile run": ("--out", "dir"), "profile label": ("-o", "file"),
+    "profile plot": ("-o", "file"), "profile build-dataset": ("-o", "dir"),
+    "emulate": ("--out", "dir"), "train": ("-o", "file"),
+    "predictor corpus": ("-o", "dir"), "predict": ("-o", "file"),
+    "allocate": ("-o", "dir"), "tjng": ("-o", "dir"), "schedule": ("-o", "dir"),
+    "schedule generate": ("-o", "dir"), "mdrl train": ("-o", "dir"), "mdrl export": ("-o", "dir"),
+    "specon simulate": ("-o", "dir"), "specon export-k8s": ("-o", "dir"),
+    "estimate": ("-o", "file"), "evaluate": ("-o", "file"), "predictor ablation": ("-o", "file"),
+}
+
+
+def _with(cmd: str, opt: str, value: str) -> list[str]:
+    """The base argv of ``cmd`` with ``opt`` set to ``value`` (replaced or appended)."""
+    argv = list(BASE[cmd])
+    if opt in argv:
+        argv[argv.index(opt) + 1] = value
+    else:
+        argv += [opt, value]
+    return argv
+
+
+def _pos(cmd: str, value: str) -> list[str]:
+    """The base argv of ``cmd`` with its (first) positional input replaced by ``value``."""
+    argv = list(BASE[cmd])
+    i = next(i for i, a in enumerate(argv) if a.startswith("{d}/"))
+    argv[i] = value
+    return argv
+
+
+def output_cases() -> list[Case]:
+    """Outputs that cannot be written: under a file, under /proc, a directory where a file
+    goes (or a file where a folder goes)."""
+    out: list[Case] = []
+    for cmd, (opt, kind) in OUTPUTS.items():
+        key = cmd.replace(" ", "-")
+        out.append(("output-under-file", f"{key}-under-file", _with(cmd, opt, "{d}/afile/x" +
+                                                                     _ext(cmd))))
+        out.append(("output-unwritable", f"{key}-proc", _with(cmd, opt, "/proc/gpuscope/x" +
+                                                              _ext(cmd))))
+        if kind == "file":
+            out.append(("output-is-dir", f"{key}-is-dir", _with(cmd, opt, "{d}/adir")))
+        else:
+            out.append(("output-is-file", f"{key}-is-file", _with(cmd, opt, "{d}/afile")))
+    return out
+
+
+def _ext(cmd: str) -> str:
+    return {"jobs schema": ".json", "jobs template": ".csv", "graph export": ".json",
+            "graph summary": ".csv", "profile label": ".csv", "profile plot": ".png",
+            "train": ".pt", "predict": ".csv", "estimate": ".csv", "evaluate": ".csv",
+            "predictor ablation": ".csv"}.get(cmd, "")
+
+
+def number_cases(parser: argparse.ArgumentParser) -> list[Case]:
+    """Every numeric option of every subcommand: negative, NaN, infinite, huge."""
+    out: list[Case] = []
+    for cmd in BASE:
+        sp = parser
+        for word in cmd.split():
+            sub = next(a for a in sp._actions if isinstance(a, argparse._SubParsersAction))
+            sp = sub.choices[word]
+        for a in sp._actions:
+            if not a.option_strings or a.type is None or a.choices is not None:
+                continue
+            name = getattr(a.type, "__name__", "")
+            if name not in ("nonneg_int", "pos_int", "seed_int", "nonneg_float", "pos_float",
+                            "finite_float", "fraction"):
+                continue
+            opt = a.option_strings[-1]
+            key = f"{cmd.replace(' ', '-')}{opt}"
+            values = ("-1", "1e12") if "int" in name else ("-1", "nan", "inf")
+            for v in values:
+                out.append(("number-parse", f"{key}={v}", _with(cmd, opt, v)))
+    return out

@@ -1,0 +1,463 @@
+"""Bad-input sweep over every subcommand (issue 18, item 5).
+
+Each case runs ``gpuscope.cli.main(argv)`` in-process and asserts exit code 2, exactly one
+line on stderr, no traceback, and that no file under the sweep's folder (inputs, the working
+directory, the output folder) was created, removed or changed. Inputs live in a temporary
+folder built once per module. The families (counts are checked by ``test_family_counts``):
+
+=====================  =====  ============================================================
+family                 cases  what
+=====================  =====  ============================================================
+unknown-name           36     unknown models, devices, policies, methods, sources, partitions
+number-range           47     zero / out-of-range values refused by the commands themselves
+number-parse           194    every numeric option: negative, NaN, infinite, huge (generated)
+oversized              14     counts whose memory estimate exceeds the limit, queue/node caps
+missing-file           41     an input path that does not exist
+dir-as-file            28     an input file that is a directory
+malformed              40     garbage CSV / JSON / TOML / parquet / checkpoint / graph files
+empty-file             28     zero-byte inputs of every format
+wrong-columns          25     tables with renamed or missing columns, garbage values in files
+output-under-file      23     an output path whose parent is a regular file
+output-unwritable      23     an output under /proc (root ignores chmod)
+output-is-dir          11     a file output that is an existing directory
+output-is-file         12     a folder output that is an existing file
+output-is-input        15     an output path that is one of the command's inputs
+bad-enum               17     values outside an option's choices
+unknown-option         36     an option no subcommand has (every subcommand)
+unreachable            6      a Ray address refusing connections, state folders that are files
+=====================  =====  ============================================================
+total                  596    cases over 36 subcommands
+=====================  =====  ============================================================
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from badinput_cases import BASE, Case, _pos, _with, number_cases, output_cases
+
+from gpuscope.cli import build_parser, main
+from gpuscope.paths import REPO_DATASETS
+
+BAD_CSV = 'a,b\n1,"unterminated\n2,3,4,5\n\x00\x01'
+BAD_JSON = '{"nodes": [1, 2,'
+BAD_TOML = "[campaign\nname = = 3\n"
+BAD_BIN = b"PAR1\x00\x01garbage\xff\xfe" * 8
+
+CAMPAIGN = ('[campaign]\nname = "t"\ntimeout_s = 60\noptimizers = ["sgd"]\nbatch_sizes = [8]\n'
+            'epochs = [1]\n[[matrix]]\nmodels = ["lenet"]\ndatasets = ["cifar10"]\n'
+            'steps_per_epoch = 5\n')
+QUEUE = "model,dataset,optimizer,batch_size,epochs\nlenet,cifar10,sgd,8,1\nresnet20,cifar10,adam,32,2\n"
+
+
+def _cases() -> list[Case]:
+    d = "{d}"
+    c: list[Case] = []
+
+    def add(family: str, cid: str, argv: list[str]) -> None:
+        c.append((family, cid, argv))
+
+    # -- unknown names ---------------------------------------------------------------------
+    for cid, argv in [
+        ("graph-export-model", _with("graph export", "--model", "nosuchnet")),
+        ("graph-export-dataset", _with("graph export", "--dataset", "nosuchdata")),
+        ("graph-export-optimizer", _with("graph export", "--optimizer", "nosuchopt")),
+        ("graph-export-precision", _with("graph export", "--precision", "fp3")),
+        ("graph-export-framework", _with("graph export", "--framework", "jax")),
+        ("graph-export-features", _with("graph export", "--features", "nosuch")),
+        ("graph-export-hf", ["graph", "export", "--hf", "nosucharch:n_layer=2", "--dataset",
+                             "tokens:seq=8", "--batch-size", "2", "-o", f"{d}/out/g.json"]),
+        ("graph-export-module", ["graph", "export", "--module", "nosuchpkg.nosuchmod:build",
+                                 "--dataset", "cifar10", "--batch-size", "2", "-o",
+                                 f"{d}/out/g.json"]),
+        ("graph-summary-models", _with("graph summary", "--models", "nosuchnet")),
+        ("graph-summary-optimizers", _with("graph summary", "--optimizers", "nosuchopt")),
+        ("profile-run-device", _with("profile run", "--device-name", "")),
+        ("emulate-devices", _with("emulate", "--devices", "nosuchgpu")),
+        ("estimate-model", _with("estimate", "--model", "nosuchnet")),
+        ("estimate-devices", _with("estimate", "--devices", "nosuchgpu")),
+        ("train-kinds", _with("train", "--kinds", "nosuch")),
+        ("train-targets", _with("train", "--targets", "nosuch")),
+        ("train-split", _with("train", "--split", "nosuch")),
+        ("train-finetune", _with("train", "--finetune", "nosuch")),
+        ("train-steps", _with("train", "--steps", "many")),
+        ("corpus-devices", _with("predictor corpus", "--devices", "nosuchgpu")),
+        ("ablation-seeds", _with("predictor ablation", "--seeds", "a,b")),
+        ("predict-device", _with("predict", "--device", "nosuch")),
+        ("allocate-policy", _with("allocate", "--policy", "nosuch")),
+        ("allocate-order", _with("allocate", "--order", "nosuch")),
+        ("allocate-resources", _with("allocate", "--resources", "nosuch")),
+        ("allocate-cluster-type", _with("allocate", "--cluster", "nosuchgpu:1")),
+        ("allocate-jobs-name", _with("allocate", "--jobs", "table99")),
+        ("tjng-cluster-type", _with("tjng", "--cluster", "nosuchgpu:1")),
+        ("schedule-generate-source", _with("schedule generate", "--source", "nosuch")),
+        ("mdrl-train-cluster", _with("mdrl train", "--cluster", "nosuchcluster")),
+        ("mdrl-train-partitions", _with("mdrl train", "--partitions", "Z100")),
+        ("mdrl-eval-policies", _with("mdrl eval", "--policies", "nosuch-fit")),
+        ("mdrl-fig3-partitions", _with("mdrl fig3", "--partitions", "Z100")),
+        ("mdrl-export-policy", _with("mdrl export", "--policy", "nosuch")),
+        ("specon-gavel-gpu", _with("specon simulate", "--gavel-gpu", "nosuchgpu")
+         + ["--sharing", "measured-pairs"]),
+        ("slurm-up-cluster", _with("slurm up", "--cluster", "nosuchcluster")),
+    ]:
+        add("unknown-name", cid, argv)
+
+    # -- out-of-range numbers the commands refuse ------------------------------------------
+    for cid, argv in [
+        ("graph-export-batch0", _with("graph export", "--batch-size", "0")),
+        ("graph-export-k0", _with("graph export", "--k", "0") + ["--encode"]),
+        ("graph-export-grad-accum0", _with("graph export", "--grad-accum", "0")),
+        ("graph-export-spe0", _with("graph export", "--steps-per-epoch", "0")),
+        ("graph-summary-batch0", _with("graph summary", "--batch-size", "0")),
+        ("graph-show-top0", _with("graph show", "--top", "0")),
+        ("pipeline-samples0", _with("workloads pipeline", "--samples", "0")),
+        ("profile-run-timeout0", _with("profile run", "--timeout-s", "0")),
+        ("profile-run-period0", _with("profile run", "--period-s", "0")),
+        ("profile-run-max-runs0", _with("profile run", "--max-runs", "0")),
+        ("profile-run-cpus0", _with("profile run", "--cpus-per-task", "0")),
+        ("estimate-batch0", _with("estimate", "--batch-size", "0")),
+        ("estimate-epochs0", _with("estimate", "--epochs", "0")),
+        ("train-epochs0", _with("train", "--epochs", "0")),
+        ("train-batch0", _with("train", "--batch-size", "0")),
+        ("train-lr0", _with("train", "--lr", "0")),
+        ("train-hidden0", _with("train", "--hidden", "0")),
+        ("train-fraction0", _with("train", "--fraction", "0")),
+        ("train-fraction2", _with("train", "--fraction", "2")),
+        ("corpus-per-arch0", _with("predictor corpus", "--per-arch", "0")),
+        ("corpus-minutes0", _with("predictor corpus", "--max-minutes", "0")),
+        ("allocate-cluster-count0", _with("allocate", "--cluster", "v100:0")),
+        ("allocate-cluster-neg", _with("allocate", "--cluster", "v100:-2")),
+        ("allocate-spe0", _with("allocate", "--steps-per-epoch", "0")),
+        ("tjng-cluster-count0", _with("tjng", "--cluster", "v100:0")),
+        ("tjng-nodes0", _with("tjng", "--nodes", "0")),
+        ("schedule-interval-tiny", _with("schedule", "--interval", "0.001")),
+        ("schedule-interval-nan", _with("schedule", "--interval", "nan")),
+        ("schedule-interval0", _with("schedule", "--interval", "0")),
+        ("schedule-max-it0", _with("schedule", "--max-it", "0")),
+        ("schedule-generate-nodes0", _with("schedule generate", "--nodes", "0")),
+        ("schedule-generate-jobs0", _with("schedule generate", "--jobs", "0")),
+        ("mdrl-train-jobs0", _with("mdrl train", "--jobs", "0")),
+        ("mdrl-train-episodes0", _with("mdrl train", "--episodes", "0")),
+        ("mdrl-train-gamma2", _with("mdrl train", "--gamma", "2")),
+        ("mdrl-train-eps2", _with("mdrl train", "--eps-start", "2")),
+        ("mdrl-train-batch0", _with("mdrl train", "--batch", "0")),
+        ("mdrl-train-hidden0", _with("mdrl train", "--hidden", "0")),
+        ("mdrl-eval-seeds0", _with("mdrl eval", "--seeds", "0")),
+        ("mdrl-eval-episodes0", _with("mdrl eval", "--episodes", "0")),
+        ("mdrl-export-time-scale", _with("mdrl export", "--time-scale", "-3")),
+        ("specon-workers0", _with("specon simulate", "--workers", "0")),
+        ("specon-interval0", _with("specon simulate", "--interval", "0")),
+        ("specon-k8s-cpu", _with("specon export-k8s", "--cpu", "-2")),
+        ("slurm-up-timeout0", _with("slurm up", "--timeout-s", "0")),
+        ("slurm-submit-time-scale", _with("slurm submit", "--time-scale", "nan")),
+        ("schedule-generate-seed-2^32", ["schedule", "generate", "--nodes", "2", "-o", f"{d}/out/x",
+                              "--arrivals", "exponential", "--seed", "4294967296"]),
+    ]:
+        add("number-range", cid, argv)
+
+    # -- oversized sizes and counts ------------------------------------------------------
+    for cid, argv in [
+        ("allocate-cluster-1e9", _with("allocate", "--cluster", "gtx1080:1000000000")),
+        ("allocate-cluster-1e7", _with("allocate", "--cluster", "v100:10000000,a100:1")),
+        ("tjng-cluster-1e5", _with("tjng", "--cluster", "v100:100000")),
+        ("tjng-nodes-1e9", _with("tjng", "--nodes", "1000000000")),
+        ("schedule-generate-nodes-1e6", _with("schedule generate", "--nodes", "1000000")),
+        ("schedule-generate-jobs-1e9", _with("schedule generate", "--jobs", "1000000000")),
+        ("mdrl-train-replay-1e9", _with("mdrl train", "--replay", "1000000000")),
+        ("mdrl-train-hidden-1e6", _with("mdrl train", "--hidden", "1000000")),
+        ("mdrl-train-jobs-1e9", _with("mdrl train", "--jobs", "1000000000")),
+        ("train-hidden-1e6", _with("train", "--hidden", "1000000")),
+        ("specon-workers-1e9", _with("specon simulate", "--workers", "1000000000")),
+        ("graph-export-k-1e9", _with("graph export", "--k", "1000000000") + ["--encode"]),
+        ("pipeline-samples-1e9", _with("workloads pipeline", "--samples", "1000000000")),
+        ("corpus-per-family-1e9", _with("predictor corpus", "--per-family", "1000000000")),
+    ]:
+        add("oversized", cid, argv)
+
+    # -- missing files / directories given as files ---------------------------------------
+    miss = f"{d}/nosuch"
+    inputs = [
+        ("jobs-check", _pos("jobs check", "{X}.csv")),
+        ("graph-show", _pos("graph show", "{X}.json")),
+        ("graph-export-graph", BASE["graph export"][:2] + ["--graph", "{X}.json", "-o",
+                                                           f"{d}/out/g.json"]),
+        ("graph-export-job", BASE["graph export"][:2] + ["--job", "{X}.json", "-o",
+                                                         f"{d}/out/g.json"]),
+        ("graph-export-vocab", _with("graph export", "--vocab", "{X}.json") + ["--encode"]),
+        ("profile-run-campaign", _pos("profile run", "{X}.toml")),
+        ("profile-label-runs", _pos("profile label", "{X}")),
+        ("profile-plot-trace", _pos("profile plot", "{X}.parquet")),
+        ("build-dataset-runs", _with("profile build-dataset", "--runs", "{X}")),
+        ("emulate-campaign", _pos("emulate", "{X}.toml")),
+        ("emulate-params", _with("emulate", "--params", "{X}.json")),
+        ("emulate-catalog", _with("emulate", "--catalog", "{X}.toml")),
+        ("estimate-jobs", BASE["estimate"][:1] + ["--jobs", "{X}.csv", "--quiet"]),
+        ("estimate-job", BASE["estimate"][:1] + ["--job", "{X}.json", "--quiet"]),
+        ("estimate-params", _with("estimate", "--params", "{X}.json")),
+        ("train-dataset", _with("train", "--dataset", "{X}")),
+        ("train-init-from", _with("train", "--init-from", "{X}.pt")),
+        ("evaluate-dataset", _with("evaluate", "--dataset", "{X}")),
+        ("evaluate-model", _with("evaluate", "--model", "{X}.pt")),
+        ("ablation-dataset", _with("predictor ablation", "--dataset", "{X}")),
+        ("predict-model", _with("predict", "--model", "{X}.pt")),
+        ("predict-jobs", _with("predict", "--jobs", "{X}.csv")),
+        ("predict-graphs", _with("predict", "--graphs", "{X}.parquet")),
+        ("allocate-jobs", _with("allocate", "--jobs", "{X}.csv")),
+        ("allocate-cluster-file", _with("allocate", "--cluster", "{X}.toml")),
+        ("allocate-model-dir", _with("allocate", "--model-dir", "{X}")),
+        ("allocate-truth", _with("allocate", "--truth", "{X}")),
+        ("tjng-jobs", _with("tjng", "--jobs", "{X}.csv")),
+        ("tjng-truth", _with("tjng", "--truth", "{X}")),
+        ("tjng-model-dir", _with("tjng", "--model-dir", "{X}")),
+        ("schedule-instance", _with("schedule", "--instance", "{X}")),
+        ("schedule-generate-source", _with("schedule generate", "--source", "{X}.csv")),
+        ("mdrl-train-cluster", _with("mdrl train", "--cluster", "{X}.toml")),
+        ("mdrl-train-tjng", _with("mdrl train", "--tjng", "{X}.csv") + ["--durations", "tjng"]),
+        ("mdrl-eval-model-dir", _with("mdrl eval", "--model-dir", "{X}") + ["--policies", "dqn"]),
+        ("specon-k8s-from", _with("specon export-k8s", "--from", "{X}")),
+        ("specon-fit-log", _pos("specon fit", "{X}.csv")),
+        ("slurm-up-cluster", _with("slurm up", "--cluster", "{X}.toml")),
+        ("slurm-submit-plan", _pos("slurm submit", "{X}.csv")),
+        ("slurm-submit-jobs", _with("slurm submit", "--jobs", "{X}.csv")),
+        ("slurm-collect-out", _with("slurm collect", "-o", "{X}")),
+    ]
+    for cid, argv in inputs:
+        add("missing-file", f"{cid}-missing", [a.replace("{X}", miss) for a in argv])
+    for cid, argv in inputs:
+        if any(a.startswith("{X}.") for a in argv):  # only paths naming a file
+            add("dir-as-file", f"{cid}-dir", [a.replace("{X}", f"{d}/dir") for a in argv])
+
+    # -- malformed and empty files, every format --------------------------------------------
+    fmt_inputs = [a for a in inputs if any(x.startswith("{X}.") for x in a[1])]
+    for prefix, family in (("bad", "malformed"), ("empty", "empty-file")):
+        for cid, argv in fmt_inputs:
+            add(family, f"{cid}-{prefix}", [a.replace("{X}", f"{d}/{prefix}") for a in argv])
+    for cid, argv in [
+        ("profile-label-bad-trace", _pos("profile label", f"{d}/runs_badtrace/v100")),
+        ("build-dataset-bad-trace", _with("profile build-dataset", "--runs",
+                                          f"{d}/runs_badtrace/v100")),
+        ("train-corrupt-vocab", _with("train", "--dataset", f"{d}/ds_badvocab")),
+        ("evaluate-corrupt-vocab", _with("evaluate", "--dataset", f"{d}/ds_badvocab")),
+        ("train-corrupt-labels", _with("train", "--dataset", f"{d}/ds_badlabels")),
+        ("schedule-bad-instance", _with("schedule", "--instance", f"{d}/inst_bad")),
+        ("allocate-bad-cluster-toml", _with("allocate", "--cluster", f"{d}/bad.toml")),
+        ("graph-show-pbtxt", _pos("graph show", f"{d}/bad.pbtxt")),
+        ("graph-show-pb", _pos("graph show", f"{d}/bad.pb")),
+        ("graph-show-gz", _pos("graph show", f"{d}/bad.json.gz")),
+        ("graph-show-binary-json", _pos("graph show", f"{d}/bin.json")),
+        ("jobs-check-binary-csv", _pos("jobs check", f"{d}/bin.csv")),
+    ]:
+        add("malformed", cid, argv)
+
+    # -- wrong columns and garbage values -------------------------------------------------
+    for cid, argv in [
+        ("jobs-check-renamed", _pos("jobs check", f"{d}/q_renamed.csv")),
+        ("jobs-check-dup-ids", _pos("jobs check", f"{d}/q_dup.csv")),
+        ("jobs-check-neg-batch", _pos("jobs check", f"{d}/q_negbatch.csv")),
+        ("jobs-check-nan-arrival", _pos("jobs check", f"{d}/q_nanarrival.csv")),
+        ("jobs-check-json-object", _pos("jobs check", f"{d}/q_obj.json")),
+        ("predict-renamed-queue", _with("predict", "--jobs", f"{d}/q_renamed.csv")),
+        ("allocate-renamed-queue", _with("allocate", "--jobs", f"{d}/q_renamed.csv")),
+        ("train-renamed-targets", _with("train", "--dataset", f"{d}/ds_renamed")),
+        ("evaluate-renamed-targets", _with("evaluate", "--dataset", f"{d}/ds_renamed")),
+        ("train-all-error-labels", _with("train", "--dataset", f"{d}/ds_allerror")),
+        ("profile-run-timeout-nan", _pos("profile run", f"{d}/c_nan.toml")),
+        ("profile-run-timeout-inf", _pos("profile run", f"{d}/c_inf.toml")),
+        ("emulate-timeout-nan", _pos("emulate", f"{d}/c_nan.toml")),
+        ("profile-run-no-matrix", _pos("profile run", f"{d}/c_nomatrix.toml")),
+        ("emulate-unknown-model", _pos("emulate", f"{d}/c_badmodel.toml")),
+        ("schedule-generate-tjng-cols", _with("schedule generate", "--source", f"{d}/q.csv")),
+        ("mdrl-train-tjng-cols", _with("mdrl train", "--tjng", f"{d}/q.csv")
+         + ["--durations", "tjng"]),
+        ("specon-fit-cols", _pos("specon fit", f"{d}/q.csv")),
+        ("slurm-submit-plan-cols", _pos("slurm submit", f"{d}/q.csv")),
+        ("allocate-cluster-bad-server", _with("allocate", "--cluster", f"{d}/cluster_bad.toml")),
+        ("slurm-up-cluster-bad-server", _with("slurm up", "--cluster", f"{d}/cluster_bad.toml")),
+        ("tjng-truth-not-dataset", _with("tjng", "--truth", f"{d}/adir")),
+        ("allocate-truth-not-dataset", _with("allocate", "--truth", f"{d}/adir")),
+        ("emulate-params-wrong", _with("emulate", "--params", f"{d}/q_obj.json")),
+        ("profile-plot-run-id", ["profile", "plot", "nosuchrun", "--runs", f"{d}/runs/v100",
+                                 "-o", f"{d}/out/p.png"]),
+    ]:
+        add("wrong-columns", cid, argv)
+
+    # -- outputs that are inputs ----------------------------------------------------------
+    for cid, argv in [
+        ("predict-jobs", _with("predict", "-o", f"{d}/q.csv")),
+        ("predict-model", _with("predict", "-o", f"{d}/ck.pt")),
+        ("graph-export-graph", ["graph", "export", "--graph", f"{d}/g.json", "-o", f"{d}/g.json"]),
+        ("train-init-from", _with("train", "--init-from", f"{d}/ck.pt") + ["-o", f"{d}/ck.pt"]),
+        ("train-dataset-file", ["train", "--dataset", f"{d}/ds", "-o", f"{d}/ds/labels.parquet"]),
+        ("evaluate-model", _with("evaluate", "-o", f"{d}/ck.pt")),
+        ("estimate-jobs", ["estimate", "--jobs", f"{d}/q.csv", "-o", f"{d}/q.csv"]),
+        ("build-dataset-runs", _with("profile build-dataset", "-o", f"{d}/runs/v100")),
+        ("build-dataset-parent", _with("profile build-dataset", "-o", f"{d}/runs")),
+        ("profile-plot-trace", _with("profile plot", "-o", f"{d}/trace.parquet")),
+        ("jobs-template-force", ["jobs", "template", "-o", f"{d}/q.csv"]),
+        ("allocate-out-holds-jobs", _with("allocate", "-o", d)),
+        ("schedule-instance", _with("schedule", "-o", f"{d}/inst")),
+        ("tjng-truth", _with("tjng", "--truth", f"{d}/ds") + ["-o", f"{d}/ds"]),
+        ("specon-k8s-from", _with("specon export-k8s", "--from", f"{d}/sp") + ["-o", f"{d}/sp"]),
+    ]:
+        add("output-is-input", cid, argv)
+
+    # -- unknown options, unreachable services, state folders that are files ------------
+    for cmd in BASE:
+        add("unknown-option", f"{cmd.replace(' ', '-')}--no-such-option",
+            [*BASE[cmd], "--no-such-option"])
+    for cid, argv in [
+        ("ray-refused", _with("profile run", "--backend", "ray") + ["--ray-address",
+                                                                     "127.0.0.1:1"]),
+        ("ray-malformed", _with("profile run", "--backend", "ray") + ["--ray-address", "nohost"]),
+        ("slurm-down-state-file", _with("slurm down", "--state-dir", f"{d}/afile")),
+        ("slurm-status-state-file", _with("slurm status", "--state-dir", f"{d}/afile")),
+        ("slurm-submit-state-file", _with("slurm submit", "--state-dir", f"{d}/afile")),
+        ("slurm-collect-no-record", _with("slurm collect", "-o", f"{d}/adir")),
+    ]:
+        add("unreachable", cid, argv)
+
+    # -- values outside the choices -----------------------------------------------------
+    for cmd, opt in [("graph summary", "--table"), ("workloads pipeline", "--dataset"),
+                     ("profile run", "--backend"), ("profile label", "--method"),
+                     ("profile build-dataset", "--traces"), ("estimate", "--format"),
+                     ("train", "--arch"), ("evaluate", "--baseline"), ("allocate", "--submit"),
+                     ("schedule", "--method"), ("schedule", "--proxy"),
+                     ("schedule generate", "--arrivals"), ("mdrl train", "--state"),
+                     ("mdrl eval", "--reward"), ("mdrl export", "--format"),
+                     ("specon simulate", "--workload"), ("specon export-k8s", "--policy")]:
+        add("bad-enum", f"{cmd.replace(' ', '-')}{opt}", _with(cmd, opt, "nosuch"))
+    return c
+
+
+CASES: list[Case] = _cases() + output_cases() + number_cases(build_parser())
+
+
+def build_inputs(d: Path) -> None:
+    """Valid and malformed inputs under ``d`` (graph, runs and instance by gpuscope itself)."""
+    (d / "cwd").mkdir()
+    (d / "q.csv").write_text(QUEUE)
+    (d / "c.toml").write_text(CAMPAIGN)
+    (d / "afile").write_text("a regular file\n")
+    (d / "adir").mkdir()
+    for ext in ("", ".csv", ".json", ".toml", ".parquet", ".pt", ".pbtxt", ".pb", ".json.gz"):
+        (d / f"dir{ext}").mkdir()
+        (d / f"empty{ext}").write_bytes(b"")
+        (d / f"bad{ext}").write_bytes(
+            BAD_BIN if ext in (".parquet", ".pt", ".pb", ".json.gz")
+            else {".json": BAD_JSON, ".toml": BAD_TOML}.get(ext, BAD_CSV).encode())
+    (d / "bin.json").write_bytes(b"\xff\xfe\x00garbage")
+    (d / "bin.csv").write_bytes(b"\xff\xfe\x00garbage\n\x80\x81")
+    (d / "q_renamed.csv").write_text(QUEUE.replace("batch_size", "batchsize"))
+    (d / "q_dup.csv").write_text("job_id," + QUEUE.splitlines()[0] + "\nA,lenet,cifar10,sgd,8,1\n"
+                                 "A,lenet,cifar10,sgd,8,2\n")
+    (d / "q_negbatch.csv").write_text(QUEUE.replace(",8,1", ",-8,1"))
+    (d / "q_nanarrival.csv").write_text("model,dataset,optimizer,batch_size,epochs,arrival_s\n"
+                                        "lenet,cifar10,sgd,8,1,nan\n")
+    (d / "q_obj.json").write_text('{"model": 3}\n')
+    (d / "c_nan.toml").write_text(CAMPAIGN.replace("timeout_s = 60", "timeout_s = nan"))
+    (d / "c_inf.toml").write_text(CAMPAIGN.replace("timeout_s = 60", "timeout_s = inf"))
+    (d / "c_nomatrix.toml").write_text(CAMPAIGN.split("[[matrix]]")[0])
+    (d / "c_badmodel.toml").write_text(CAMPAIGN.replace('"lenet"', '"nosuchnet"'))
+    (d / "loss.csv").write_text("step,loss\n" + "".join(f"{i},{3 / (i + 1):.4f}\n"
+                                                        for i in range(40)))
+    shutil.copy(REPO_DATASETS.parent / "examples" / "cluster-2types.toml", d / "cluster.toml")
+    (d / "cluster_bad.toml").write_text((d / "cluster.toml").read_text()
+                                        .replace("gpus = 8", "gpus = -8"))
+    shutil.copy(REPO_DATASETS / "checkpoints" / "v100.pt", d / "ck.pt")
+    src = REPO_DATASETS / "emulated" / "v100"
+    for name in ("ds", "ds_badvocab", "ds_renamed", "ds_allerror", "ds_badlabels"):
+        shutil.copytree(src, d / name)
+    (d / "ds_badvocab" / "vocab.json").write_text('{"format": "gpuscope.opvocab/1", "counts": 3')
+    (d / "ds_badlabels" / "labels.parquet").write_bytes(BAD_BIN)
+    import pandas as pd
+
+    lab = pd.read_parquet(src / "labels.parquet")
+    lab.rename(columns={c: c.replace("_peak", "_pk") for c in lab.columns}).to_parquet(
+        d / "ds_renamed" / "labels.parquet")
+    lab.assign(status="error").to_parquet(d / "ds_allerror" / "labels.parquet")
+    quiet = ["--quiet"]
+    assert main(["graph", "export", "--model", "lenet", "--dataset", "cifar10", "--batch-size",
+                 "8", "-o", str(d / "g.json")]) == 0
+    assert main(["emulate", str(d / "c.toml"), "--devices", "v100", "--out", str(d / "runs"),
+                 *quiet]) == 0
+    trace = next((d / "runs" / "v100" / "traces").glob("*.parquet"))
+    shutil.copy(trace, d / "trace.parquet")
+    shutil.copytree(d / "runs", d / "runs_badtrace")
+    next((d / "runs_badtrace" / "v100" / "traces").glob("*.parquet")).write_bytes(BAD_BIN)
+    assert main(["tjng", "--jobs", str(d / "q.csv"), "--cluster", "v100:1", "-o",
+                 str(d / "tj")]) == 0
+    shutil.copytree(d / "tj" / "instance", d / "inst")
+    shutil.copytree(d / "inst", d / "inst_bad")
+    (d / "inst_bad" / "SelectJobs_times.csv").write_text(BAD_CSV)
+    (d / "plan.csv").write_text("job_id,device,gpu\nj000,v100,0\nj001,v100,0\n")
+    assert main(["specon", "simulate", "-o", str(d / "sp")]) == 0
+
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Valid and malformed inputs, built once (graph, runs and instance by gpuscope itself)."""
+    d = tmp_path_factory.mktemp("sweep")
+    build_inputs(d)
+    return d
+
+
+def test_queue_duplicate_check_is_linear() -> None:
+    """Issue 18: a 100k-job queue spent 95 s in a quadratic duplicate-id check."""
+    import time
+
+    from gpuscope.errors import InputError
+    from gpuscope.jobs import JobSpec, _assign_ids
+
+    jobs = [JobSpec("lenet", "cifar10", "sgd", 8, 1, job_id=f"j{i}") for i in range(100_000)]
+    t0 = time.perf_counter()
+    assert len(_assign_ids(jobs)) == 100_000
+    assert time.perf_counter() - t0 < 5.0
+    with pytest.raises(InputError, match="duplicate job_id"):
+        _assign_ids([*jobs, jobs[7]])
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) if p.is_file()
+            else (-1, 0) for p in root.rglob("*")}
+
+
+@pytest.mark.parametrize("argv", [c[2] for c in CASES], ids=[f"{c[0]}:{c[1]}" for c in CASES])
+def test_bad_input(argv: list[str], sweep_dir: Path, capfd: pytest.CaptureFixture[str],
+                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(sweep_dir / "cwd")
+    monkeypatch.setenv("GPUSCOPE_SLURM_STATE_DIR", str(sweep_dir / "out" / "slurm"))
+    monkeypatch.setenv("GPUSCOPE_MAX_MEMORY_MB", "2048")  # the same limit on every machine
+    argv = [a.replace("{d}", str(sweep_dir)) for a in argv]
+    before = _snapshot(sweep_dir)
+    capfd.readouterr()
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else 1
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err, err
+    assert rc == 2, f"exit {rc}; stderr: {err[-500:]}"
+    lines = err.strip("\n").splitlines()
+    assert len(lines) == 1, f"{len(lines)} stderr lines: {err[-800:]}"
+    after = _snapshot(sweep_dir)
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert not changed, f"files changed: {changed[:5]}"
+
+
+def test_family_counts() -> None:
+    """At least 300 cases; the docstring's table lists every family with its count; every
+    subcommand has cases; ids are unique."""
+    import re
+
+    fams = Counter(c[0] for c in CASES)
+    assert sum(fams.values()) >= 300
+    table = {k: int(v) for k, v in re.findall(r"^([a-z-]+)\s+(\d+)\s", __doc__ or "", re.M)}
+    assert table.pop("total") == len(CASES)
+    assert table == dict(fams)
+    for cmd in BASE:
+        assert any(c[2][:len(cmd.split())] == cmd.split() for c in CASES), cmd
+    assert len({c[1] for c in CASES}) == len(CASES), "case ids must be unique"
