@@ -145,6 +145,10 @@ def load_physics(paths: Sequence[str | Path], builder: FeatureBuilder | None = N
         # several folders make a multi-device model, of one provenance.
         _, prov = check_folder_labels(labels, p)
         check_label_rows(labels, f"dataset {p}")
+        if (p / "vocab.json").is_file():  # a corrupt vocabulary is one line (issue 18)
+            from gpuscope.graphs.vocab import OpVocabulary
+
+            OpVocabulary.load(p / "vocab.json")
         labels["provenance"] = prov
         provs.append(prov)
         parts.append(from_labels(labels, builder, progress))
