@@ -55,9 +55,6 @@ class Predictor:
             from gpuscope.devices import get_device
 
             get_device(device)  # InputError for an unknown device (issue 18)
-            if not bundle.config.device_dim and device != bundle.device:
-                raise InputError(f"the checkpoint was trained on {bundle.device}, not "
-                                 f"{device!r}; give no --device or a checkpoint of that device")
         self._readouts: dict[str, Tensor] = {}
         self._gstats: dict[str, Tensor] = {}
         self._vocab = None
