@@ -21,12 +21,12 @@ output-under-file      23     an output path whose parent is a regular file
 output-unwritable      23     an output under /proc (root ignores chmod)
 output-is-dir          11     a file output that is an existing directory
 output-is-file         12     a folder output that is an existing file
-output-is-input        15     an output path that is one of the command's inputs
+output-is-input        18     an output path that is one of the command's inputs
 bad-enum               17     values outside an option's choices
 unknown-option         36     an option no subcommand has (every subcommand)
 unreachable            6      a Ray address refusing connections, state folders that are files
 =====================  =====  ============================================================
-total                  596    cases over 36 subcommands
+total                  599    cases over 36 subcommands
 =====================  =====  ============================================================
 """
 
@@ -301,6 +301,9 @@ def _cases() -> list[Case]:
         ("schedule-instance", _with("schedule", "-o", f"{d}/inst")),
         ("tjng-truth", _with("tjng", "--truth", f"{d}/ds") + ["-o", f"{d}/ds"]),
         ("specon-k8s-from", _with("specon export-k8s", "--from", f"{d}/sp") + ["-o", f"{d}/sp"]),
+        ("emulate-out-holds-campaign", _with("emulate", "--out", d)),
+        ("slurm-submit-out-holds-plan", _with("slurm submit", "-o", d)),
+        ("emulate-catalog", _with("emulate", "--catalog", f"{d}/c.toml") + ["--out", d]),
     ]:
         add("output-is-input", cid, argv)
 

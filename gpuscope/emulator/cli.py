@@ -35,8 +35,11 @@ def _run(args: argparse.Namespace) -> int:
     devices = parse_device_list(args.devices, args.catalog)  # unknown name: exit 2 before work
     from gpuscope.emulator.params import EmulatorParams, default_params
     from gpuscope.emulator.runs import CostCache, emulate_campaign
+    from gpuscope.io import check_output
     from gpuscope.profiling import load_campaign
 
+    check_output(args.out, [args.campaign, args.params, args.catalog], kind="dir",
+                 what="runs root")
     camp = load_campaign(args.campaign)
     params = EmulatorParams.load(args.params) if args.params else default_params()
     summary = emulate_campaign(

@@ -122,8 +122,12 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
+    from gpuscope.io import check_output
     from gpuscope.slurm.submit import submit
 
+    check_output(args.out, [args.plan, args.jobs, args.cluster], kind="dir",
+                 what="submission folder")
+    time_scale(args.time_scale)
     jobs = None
     if args.jobs:
         from gpuscope.jobs import read_queue
