@@ -113,15 +113,17 @@ def read_tjng(path: str | Path) -> pd.DataFrame:
 
 def write_tjng(df: pd.DataFrame, path: str | Path) -> Path:
     """Validate and write a t_jng table as ``.csv`` or ``.parquet``."""
+    from gpuscope.io import atomic_write
+
     path = Path(path)
     out = validate_tjng(df)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".parquet":
-        out.to_parquet(path, index=False)
-    elif path.suffix.lower() == ".csv":
-        out.to_csv(path, index=False, lineterminator="\n")
-    else:
+    if path.suffix.lower() not in (".csv", ".parquet"):
         raise InputError(f"{path}: unsupported extension {path.suffix!r} (use .csv or .parquet)")
+    with atomic_write(path, what="t_jng table") as tmp:
+        if path.suffix.lower() == ".parquet":
+            out.to_parquet(tmp, index=False)
+        else:
+            out.to_csv(tmp, index=False, lineterminator="\n")
     return path
 
 
@@ -231,11 +233,13 @@ def read_instance(directory: str | Path) -> Instance:
 def write_instance(inst: Instance, directory: str | Path) -> Path:
     """Write an :class:`Instance` as a reference-format folder; returns the folder."""
     validate_instance(inst)
+    from gpuscope.io import atomic_write
+
     d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    inst.jobs.to_csv(d / JOBS_FILE, index=False, lineterminator="\n")
-    inst.times.to_csv(d / TIMES_FILE, index=False, lineterminator="\n")
-    pd.DataFrame({"Nodes": inst.nodes}).to_csv(d / NODES_FILE, index=False, lineterminator="\n")
+    for name, df in ((JOBS_FILE, inst.jobs), (TIMES_FILE, inst.times),
+                     (NODES_FILE, pd.DataFrame({"Nodes": inst.nodes}))):
+        with atomic_write(d / name, what="instance file") as tmp:
+            df.to_csv(tmp, index=False, lineterminator="\n")
     return d
 
 

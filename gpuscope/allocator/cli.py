@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from gpuscope.errors import InputError
-from gpuscope.io import check_output
+from gpuscope.io import check_output, write_text
 from gpuscope.limits import check_memory
 from gpuscope.paths import bundled
 
@@ -212,7 +212,7 @@ def _tjng(args: argparse.Namespace) -> int:
     tj, inst, dropped = export_tjng(jobs, cluster, one, args.out, n_nodes=args.nodes,
                                     seed=args.seed)
     out = Path(args.out)
-    (out / "tjng_meta.json").write_text(json.dumps({
+    write_text(out / "tjng_meta.json", json.dumps({
         "cluster": str(cluster), "jobs": len(jobs), "rows": len(tj),
         "dropped_fit_nowhere": dropped, "seed": args.seed,
         "sources": sorted(set(tj["source"])),

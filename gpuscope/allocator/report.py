@@ -11,6 +11,7 @@ import pandas as pd
 from gpuscope.allocator.experiments import LABELS, ExperimentInputs, run
 from gpuscope.allocator.metrics import comparison_table, distribution_table, to_markdown
 from gpuscope.allocator.plots import gantt, policy_bars
+from gpuscope.io import write_text
 from gpuscope.resources import RESOURCES
 
 
@@ -48,7 +49,7 @@ def write_allocation(
             label = f"{LABELS.get(p, p)} ({o.upper()})"
             rows.append((label, r.metrics))
             tag = f"{p}_{o}"
-            r.schedule.to_csv(out / f"plan_{tag}.csv", index=False, lineterminator="\n")
+            _csv(r.schedule, out / f"plan_{tag}.csv")
             gantt(r.schedule, out / f"gantt_{tag}.png",
                   f"{label} on {inp.cluster} — {note}", models)
             recs.append({"policy": p, "order": o, "avg_jct_s": r.metrics.avg_jct_s,
@@ -57,15 +58,23 @@ def write_allocation(
             per.append(r.metrics.per_device.assign(policy=p, order=o))
             bar.update(1)
     bar.close()
-    pd.DataFrame(recs).to_csv(out / "metrics.csv", index=False, lineterminator="\n")
-    pd.concat(per).to_csv(out / "per_device.csv", index=False, lineterminator="\n")
-    (out / "metrics.json").write_text(json.dumps({
+    _csv(pd.DataFrame(recs), out / "metrics.csv")
+    _csv(pd.concat(per), out / "per_device.csv")
+    write_text(out / "metrics.json", json.dumps({
         "cluster": str(inp.cluster), "jobs": len(inp.jobs), "resources": list(resources),
         "seed": seed, "note": note, "runs": recs}, indent=1) + "\n")
     cmp_md = to_markdown(comparison_table(rows), "Average JCT per GPU, Average JCT, Makespan (s)",
                          note)
     dist_md = to_markdown(distribution_table(rows), "Job distribution")
-    (out / "tables.md").write_text(cmp_md + "\n" + dist_md)
+    write_text(out / "tables.md", cmp_md + "\n" + dist_md)
     if len(rows) > 1:
         policy_bars(rows, out / "policies.png", f"{inp.cluster}, {len(inp.jobs)} jobs — {note}")
     return cmp_md + "\n" + dist_md
+
+
+def _csv(df: pd.DataFrame, path: Path) -> None:
+    """Write a CSV atomically (a temp file renamed into place, issue 18)."""
+    from gpuscope.io import atomic_write
+
+    with atomic_write(path, what="allocation output") as tmp:
+        df.to_csv(tmp, index=False, lineterminator="\n")

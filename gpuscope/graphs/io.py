@@ -71,11 +71,11 @@ def write_graph(graph: OpGraph, path: str | Path) -> Path:
     kind = _kind(path)
     if kind in (".json", ".json.gz"):
         return write_json(graph, path)
+    from gpuscope.io import write_bytes, write_text
+
     text = graph_to_pbtxt(graph)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if kind == ".pbtxt":
-        path.write_text(text)
-        return path
+        return write_text(path, text, what="graph")
     try:
         import tensorflow as tf
         from google.protobuf import text_format
@@ -83,5 +83,4 @@ def write_graph(graph: OpGraph, path: str | Path) -> Path:
         raise InputError("writing a binary .pb needs tensorflow (pip install 'gpuscope[tf]'); "
                          "write .pbtxt or .json instead") from None
     gd = text_format.Parse(text, tf.compat.v1.GraphDef())
-    path.write_bytes(gd.SerializeToString())
-    return path
+    return write_bytes(path, gd.SerializeToString(), what="graph")

@@ -82,14 +82,16 @@ def graph_from_dict(d: Any, source: str = "graph") -> OpGraph:
 
 def write_json(graph: OpGraph, path: str | Path) -> Path:
     """Write ``graph`` as JSON (gzip when the name ends in ``.gz``)."""
+    from gpuscope.io import atomic_write
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(graph_to_dict(graph), separators=(",", ":"))
-    if path.suffix == ".gz":
-        with gzip.open(path, "wt", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        path.write_text(text)
+    with atomic_write(path, what="graph") as tmp:  # a failure leaves no half-written graph
+        if path.suffix == ".gz":
+            with gzip.open(tmp, "wt", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            tmp.write_text(text)
     return path
 
 
