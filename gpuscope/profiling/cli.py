@@ -136,6 +136,10 @@ def _run(args: argparse.Namespace) -> int:
         gpus = args.gpus
         if gpus is None:
             gpus = (1 if args.backend == "slurm" else _nvml_count()) if opts.use_nvml else 0
+        if args.backend == "ray":  # connect before the runs folder is created
+            from gpuscope.profiling.ray_backend import connect_ray
+
+            connect_ray(args.ray_address, gpus, opts.device_name)
         with campaign_lock(out):
             with Ledger(out / "ledger.sqlite", device=opts.device_name,
                         provenance="measured") as ledger:

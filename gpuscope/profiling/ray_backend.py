@@ -73,6 +73,40 @@ def check_ray_address(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Non
                          f"{timeout_s:g} s limit)") from None
 
 
+def connect_ray(address: str | None, num_gpus: int, device_name: str,
+                init_kwargs: dict[str, Any] | None = None) -> None:
+    """``ray.init`` once (a local cluster, or ``address``), before any file is written.
+
+    An unreachable or wrong address is one ``InputError`` line: the TCP probe answers in
+    :data:`CONNECT_TIMEOUT_S`, and Ray's own retries (about 20 s) print their warnings into a
+    discarded buffer instead of the user's terminal (issue 18)."""
+    import os
+
+    import ray
+
+    if ray.is_initialized():
+        return
+    kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+    if address:
+        check_ray_address(address)
+        kw["address"] = address
+    elif num_gpus > 0:
+        kw["resources"] = {gpu_type_resource(device_name): float(num_gpus)}
+    kw.update(init_kwargs or {})
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)  # Ray's C++ client logs straight to fd 2
+        try:
+            ray.init(**kw)
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            raise InputError(f"cannot start or reach the Ray cluster"
+                             f"{f' at {address}' if address else ''}: {first}") from None
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 def run_campaign_ray(
     jobs: list[JobSpec],
     out_dir: str | Path,
@@ -94,15 +128,7 @@ def run_campaign_ray(
 
     out = Path(out_dir)
     remove_stale_temps(out)
-    if not ray.is_initialized():
-        kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-        if address:
-            check_ray_address(address)
-            kw["address"] = address
-        elif num_gpus > 0:
-            kw["resources"] = {gpu_type_resource(opts.device_name): float(num_gpus)}
-        kw.update(init_kwargs or {})
-        ray.init(**kw)
+    connect_ray(address, num_gpus, opts.device_name, init_kwargs)
     use_gpu = num_gpus > 0
     if use_gpu:
         res: dict[str, Any] = {
