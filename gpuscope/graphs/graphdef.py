@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import math
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from gpuscope.graphs.opgraph import OP_CLASSES, PHASES, OpGraph, OpNode
 
@@ -161,7 +161,7 @@ def tf_flops(op: str, out_shape: tuple[int, ...] | None, in_shapes: list[tuple[i
     out_n = _numel(out_shape)
     klass = tf_op_class(op)
 
-    def known(s: tuple[int, ...] | None) -> bool:
+    def known(s: tuple[int, ...] | None) -> TypeGuard[tuple[int, ...]]:
         return s is not None and all(d >= 0 for d in s)
 
     if op in ("Conv2D", "_FusedConv2D", "DepthwiseConv2dNative") and len(in_shapes) > 1 and known(in_shapes[1]):

@@ -69,14 +69,14 @@ def graph_from_dict(d: Any, source: str = "graph") -> OpGraph:
         nodes.append(node)
     edges: list[tuple[int, int]] = []
     n = len(nodes)
-    for j, e in enumerate(d["edges"]):
-        ok = (isinstance(e, (list, tuple)) and len(e) == 2
-              and all(isinstance(v, int) and not isinstance(v, bool) for v in e))
+    for j, edge in enumerate(d["edges"]):
+        ok = (isinstance(edge, (list, tuple)) and len(edge) == 2
+              and all(isinstance(v, int) and not isinstance(v, bool) for v in edge))
         if not ok:
-            raise InputError(f"{source}: edge {j} must be a pair of node indices, got {e!r}")
-        if not (0 <= e[0] < n and 0 <= e[1] < n):
-            raise InputError(f"{source}: edge {j} {list(e)} names a node outside 0..{n - 1}")
-        edges.append((int(e[0]), int(e[1])))
+            raise InputError(f"{source}: edge {j} must be a pair of node indices, got {edge!r}")
+        if not (0 <= edge[0] < n and 0 <= edge[1] < n):
+            raise InputError(f"{source}: edge {j} {list(edge)} names a node outside 0..{n - 1}")
+        edges.append((int(edge[0]), int(edge[1])))
     return OpGraph(name=str(d.get("name", source)), nodes=nodes, edges=edges, meta=meta)
 
 

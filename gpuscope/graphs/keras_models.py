@@ -16,7 +16,8 @@ from typing import Any
 from gpuscope.errors import InputError
 from gpuscope.jobs import DATASETS
 
-_VGG = {
+#: VGG configurations: output channels of each 3x3 conv, "M" a 2x2 max-pool.
+_VGG: dict[str, list[int | str]] = {
     "vgg11": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
     "vgg16": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
               512, 512, 512, "M"],

@@ -69,9 +69,9 @@ def load_encoded(path: str | Path) -> dict[str, Data]:
     out: dict[str, Data] = {}
     cols = {n: table.column(n).to_pylist() for n in _SCHEMA.names}
     for i, key in enumerate(cols["graph_key"]):
-        n, f, e = cols["num_nodes"][i], cols["num_features"][i], cols["num_edges"][i]
+        n, f, n_edges = cols["num_nodes"][i], cols["num_features"][i], cols["num_edges"][i]
         x = np.asarray(cols["x"][i], dtype=np.float32).reshape(n, f)
-        ei = np.asarray(cols["edge_index"][i], dtype=np.int64).reshape(2, e)
+        ei = np.asarray(cols["edge_index"][i], dtype=np.int64).reshape(2, n_edges)
         out[key] = Data(x=torch.from_numpy(x), edge_index=torch.from_numpy(ei), num_nodes=n)
     return out
 

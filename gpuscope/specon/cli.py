@@ -13,10 +13,15 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuscope.errors import InputError
 from gpuscope.io import check_output
 from gpuscope.limits import check_count, pos_float, pos_int
+
+if TYPE_CHECKING:  # the simulator loads only when a subcommand runs
+    from gpuscope.specon.sim import SimConfig
+    from gpuscope.specon.traces import JobSpecS
 
 #: Most simulated workers (GPUs); the paper runs 4 or 8 (issue 18: no size exhausts memory).
 MAX_WORKERS: int = 100_000
@@ -53,7 +58,7 @@ def add_sim_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
 
 
-def config_from(args: argparse.Namespace) -> tuple[list, object]:  # type: ignore[type-arg]
+def config_from(args: argparse.Namespace) -> tuple[list[JobSpecS], SimConfig]:
     from gpuscope.specon.sharing import SharingModel
     from gpuscope.specon.sim import SimConfig
     from gpuscope.specon.traces import make_trace
@@ -77,8 +82,8 @@ def config_from(args: argparse.Namespace) -> tuple[list, object]:  # type: ignor
     return jobs, cfg
 
 
-def _title(args: argparse.Namespace, cfg: object) -> str:
-    return (f"{args.workload} on {cfg.n_workers} workers, sharing={cfg.sharing.label()}, "  # type: ignore[attr-defined]
+def _title(args: argparse.Namespace, cfg: SimConfig) -> str:
+    return (f"{args.workload} on {cfg.n_workers} workers, sharing={cfg.sharing.label()}, "
             f"alpha={args.alpha:g}, interval={args.interval:g} s, growth={args.growth}, "
             f"smoothing={args.smoothing}, seed={args.seed} [emulated]")
 
@@ -92,7 +97,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.output:
         check_output(args.output, kind="dir", what="output folder")
     jobs, cfg = config_from(args)
-    res = run_policies(jobs, cfg)  # type: ignore[arg-type]
+    res = run_policies(jobs, cfg)
     comps = [compare(res["ds"], res[p]) for p in ("specon", "specon-srpt")]
     title = _title(args, cfg)
     print(format_table(res["ds"], comps, title))
@@ -104,7 +109,7 @@ def _simulate(args: argparse.Namespace) -> int:
                    **{c.policy: {**asdict(c), "jct_change_pct": c.jct_change_pct,
                                  "makespan_change_pct": c.makespan_change_pct} for c in comps}}
         files = write_outputs(out, res, summary)
-        files.append(plot_timeline(out / "timeline.png", res, cfg.n_workers, title))  # type: ignore[attr-defined]
+        files.append(plot_timeline(out / "timeline.png", res, cfg.n_workers, title))
         print(f"wrote {', '.join(f.name for f in files)} -> {out}")
     return 0
 
@@ -125,7 +130,7 @@ def _export(args: argparse.Namespace) -> int:
         from gpuscope.specon.sim import run_policies
 
         jobs, cfg = config_from(args)
-        res = run_policies(jobs, cfg, (args.policy,))[args.policy]  # type: ignore[arg-type]
+        res = run_policies(jobs, cfg, (args.policy,))[args.policy]
         import csv
         import io
 

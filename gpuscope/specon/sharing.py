@@ -47,7 +47,7 @@ def _gavel(gpu: str) -> dict[str, dict[str, float | list[float]]]:
         raise InputError(f"cannot read Gavel's throughputs {path}: {e.strerror}") from None
     if gpu not in data:
         raise InputError(f"Gavel has no GPU {gpu!r}; expected one of {', '.join(data)}")
-    return data[gpu]  # type: ignore[no-any-return]
+    return data[gpu]
 
 
 def pair_speed(a: str, b: str, gpu: str = "v100") -> float:
