@@ -29,7 +29,7 @@ from scipy.optimize import least_squares
 from gpuscope.devices import DeviceSpec
 from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import EmulatorParams
-from gpuscope.emulator.perf import GraphCost, estimate
+from gpuscope.emulator.perf import EmulatedJob, GraphCost, estimate
 from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
 
@@ -38,7 +38,7 @@ from gpuscope.jobs import JobSpec
 class Point:
     """One measurement: a job (graph cost) on a device (with g GPUs), measured steps/s."""
 
-    job: JobSpec
+    job: EmulatedJob
     cost: GraphCost
     device: DeviceSpec
     measured: float

@@ -86,9 +86,9 @@ def gavel_points(gavel: pd.DataFrame, resnet50_cost: object = None) -> tuple[lis
         label = f"{r.model}-b{b}"
         dev = get_device(r.device)
         if r.n_gpus == 1:
-            single.append(Point(job, costs[(model, b)], dev, r.steps_per_s, 1, label))  # type: ignore[arg-type]
+            single.append(Point(job, costs[(model, b)], dev, r.steps_per_s, 1, label))
         elif (r.device, r.job_type) in base.index:
-            multi.append(Point(job, costs[(model, b)], dev,  # type: ignore[arg-type]
+            multi.append(Point(job, costs[(model, b)], dev,
                                r.steps_per_s / base[(r.device, r.job_type)], r.n_gpus, label))
     return single, multi
 
@@ -100,7 +100,7 @@ def family_of(label: str) -> str:
 def comparisons(single: list[Point], multi: list[Point], params: EmulatorParams) -> pd.DataFrame:
     """One row per comparison: family, kind (abs, ratio, scaling), measured, emulated."""
     rows = []
-    emu = {(p.label, p.device.name): 1.0 / estimate(p.job, p.cost, p.device, params).iter_s  # type: ignore[arg-type]
+    emu = {(p.label, p.device.name): 1.0 / estimate(p.job, p.cost, p.device, params).iter_s
            for p in single}
     meas = {(p.label, p.device.name): p.measured for p in single}
     for (label, dev), m in meas.items():
@@ -111,7 +111,7 @@ def comparisons(single: list[Point], multi: list[Point], params: EmulatorParams)
                          "measured": m / meas[(label, "k80")],
                          "emulated": emu[(label, dev)] / emu[(label, "k80")]})
     for p in multi:
-        e = estimate(p.job, p.cost, p.device, params)  # type: ignore[arg-type]
+        e = estimate(p.job, p.cost, p.device, params)
         rows.append({"family": family_of(p.label), "kind": "scaling",
                      "what": f"{p.label} {p.device.name} x{p.n_gpus}", "measured": p.measured,
                      "emulated": speedup(e.iter_s, p.cost.param_bytes, p.device, p.n_gpus, params)})
@@ -124,7 +124,7 @@ def order_agreement(single: list[Point], params: EmulatorParams) -> pd.DataFrame
     """Per (job, device pair): does the emulator order the two devices as measured?"""
     by: dict[str, dict[str, tuple[float, float]]] = {}
     for p in single:
-        e = 1.0 / estimate(p.job, p.cost, p.device, params).iter_s  # type: ignore[arg-type]
+        e = 1.0 / estimate(p.job, p.cost, p.device, params).iter_s
         by.setdefault(p.label, {})[p.device.name] = (p.measured, e)
     rows = []
     for label, d in by.items():

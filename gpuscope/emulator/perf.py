@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -50,7 +51,7 @@ from gpuscope.emulator.memory import (
 )
 from gpuscope.emulator.params import EmulatorParams, default_params
 from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs import DatasetSpec
 
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 _CLASS_INDEX = {c: i for i, c in enumerate(OP_CLASSES)}
@@ -60,7 +61,27 @@ _VIEW_OPS = VIEW_OPS  # kept for importers of the old name
 _op_base = op_base
 
 
-def job_precision(job: JobSpec) -> str:
+class EmulatedJob(Protocol):
+    """What :func:`estimate` reads of a job: a :class:`~gpuscope.jobs.JobSpec`, or a stand-in
+    for a model outside the catalog (``emulator/fidelity.py``'s Gavel jobs)."""
+
+    @property
+    def dataset(self) -> str: ...
+    @property
+    def optimizer(self) -> str: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def epochs(self) -> int: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def dataset_spec(self) -> DatasetSpec: ...
+
+
+def job_precision(job: EmulatedJob) -> str:
     """The job's precision (``fp32`` for jobs without the field)."""
     p = str(getattr(job, "precision", "fp32") or "fp32")
     return p if p in PRECISIONS else "fp32"
@@ -229,7 +250,7 @@ def scalar_fraction(cost: GraphCost, device: DeviceSpec, params: EmulatorParams 
     return float(t_op[cost.scalar].sum() / t_op.sum())
 
 
-def input_bytes_per_sample(job: JobSpec) -> float:
+def input_bytes_per_sample(job: EmulatedJob) -> float:
     """Bytes of one input sample copied to the device (FP32 elements of the sample shape)."""
     spec = job.dataset_spec
     if hasattr(spec, "sample_bytes"):
@@ -238,7 +259,7 @@ def input_bytes_per_sample(job: JobSpec) -> float:
     return 4.0 * float(np.prod(shape)) if shape else 4.0
 
 
-def cpu_ms_per_sample(job: JobSpec, params: EmulatorParams) -> float:
+def cpu_ms_per_sample(job: EmulatedJob, params: EmulatorParams) -> float:
     """Input-pipeline cost of one sample (reference-core ms): by dataset name, else by the
     dataset's kind (``params.cpu_ms_per_kind``), else ``params.cpu_ms_default``."""
     if job.dataset in params.cpu_ms_per_sample:
@@ -248,7 +269,7 @@ def cpu_ms_per_sample(job: JobSpec, params: EmulatorParams) -> float:
 
 
 def estimate(
-    job: JobSpec, graph: OpGraph | GraphCost, device: DeviceSpec,
+    job: EmulatedJob, graph: OpGraph | GraphCost, device: DeviceSpec,
     params: EmulatorParams | None = None,
 ) -> Estimate:
     """Emulate ``job`` on ``device`` from its training-step graph (see the module docstring)."""
