@@ -25,7 +25,7 @@ from gpuscope.allocator.allocate import AllocationResult, allocate
 from gpuscope.allocator.cluster import ClusterSpec
 from gpuscope.allocator.efficiency import SEED_NAMES
 from gpuscope.allocator.metrics import Metrics
-from gpuscope.allocator.table import JobDeviceTable
+from gpuscope.allocator.table import JobDeviceTable, queue_ids
 from gpuscope.jobs import JobSpec, table_jobs
 from gpuscope.resources import RESOURCES
 
@@ -92,7 +92,7 @@ def build_inputs(
     mem_total_mb: Mapping[str, float] | None = None,
 ) -> ExperimentInputs:
     """Pivot long prediction / truth frames once for every policy run."""
-    ids = [j.job_id for j in jobs]
+    ids = queue_ids(jobs)
     dev = cluster.devices
     if mem_total_mb is None:
         from gpuscope.devices import load_catalog

@@ -197,9 +197,9 @@ def place(
     # ect: gpuscope's predicted-JCT-minimising placement (module docstring).
     s = base.get("exec_time_s")
     if order != "fifo" and n and np.all(arr == arr[0]):
-        dev = min_sum_assignment(s, fits, cluster)
-        if dev is not None:
-            return Placement(policy, dev, s, False)
+        best = min_sum_assignment(s, fits, cluster)
+        if best is not None:
+            return Placement(policy, best, s, False)
     if order == "fifo":
         seq = np.lexsort((np.arange(n), arr))
     else:

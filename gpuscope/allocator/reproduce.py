@@ -95,13 +95,14 @@ def reproduce_seed001(
         md += "\n" + comparison_md(inp, "Ablation, one resource alone (Tables 17–18)", alone)
         md += "\n" + comparison_md(inp, "Ablation, all but one resource (Tables 19–20)", without)
         out[f"table4_{name}"] = md
-        title = f"Table 4 workload on {cluster} — ground truth {inp.truth.source}"
+        truth_src = inp.truth.source if inp.truth is not None else "none"
+        title = f"Table 4 workload on {cluster} — ground truth {truth_src}"
         policy_bars(metrics_rows(rows), figures / f"allocator_table4_{name}_policies.png", title)
         models = [j.model for j in jobs]
         for label, r in rows:
             if (r.policy, r.order) in (("comp-eff", "sjf"), ("ect", "sjf")):
                 gantt(r.schedule, figures / f"allocator_table4_{name}_gantt_{r.policy}.png",
-                      f"{label} on {cluster} — ground truth {inp.truth.source}", models)
+                      f"{label} on {cluster} — ground truth {truth_src}", models)
     for k, v in out.items():
         (tables / f"allocator_{k}.md").write_text(v)
     return out

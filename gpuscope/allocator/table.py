@@ -8,13 +8,14 @@ order, columns in cluster order, so a policy is a few vectorised numpy operation
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from gpuscope.errors import InputError
+from gpuscope.jobs import JobSpec
 
 #: Seed 001 Alg. 1–2 and the contract: a job predicted not to fit is never placed there.
 OOM_THRESHOLD: float = 0.5
@@ -73,20 +74,20 @@ class JobDeviceTable:
         for col in ("job_id", "device"):
             if col not in frame.columns:
                 raise InputError(f"{source} table lacks column {col!r}")
-        job_ids = np.asarray(list(job_ids), dtype=object)
+        ids = np.asarray(list(job_ids), dtype=object)
         devices = tuple(devices)
-        sub = frame[frame["device"].isin(devices) & frame["job_id"].isin(job_ids)]
+        sub = frame[frame["device"].isin(devices) & frame["job_id"].isin(ids)]
         if sub.duplicated(["job_id", "device"]).any():
             dup = sub[sub.duplicated(["job_id", "device"])].iloc[0]
             raise InputError(f"{source} table has two rows for job {dup.job_id} on {dup.device}")
-        ji = pd.Index(job_ids).get_indexer(sub["job_id"])
+        ji = pd.Index(ids).get_indexer(sub["job_id"])
         di = pd.Index(devices).get_indexer(sub["device"])
-        n, m = len(job_ids), len(devices)
+        n, m = len(ids), len(devices)
         present = np.zeros((n, m), dtype=bool)
         present[ji, di] = True
         if not present.all():
             miss = np.argwhere(~present)[:3]
-            pairs = ", ".join(f"{job_ids[a]}@{devices[b]}" for a, b in miss)
+            pairs = ", ".join(f"{ids[a]}@{devices[b]}" for a, b in miss)
             raise InputError(
                 f"{source} table misses {int((~present).sum())} job×device pair(s), e.g. {pairs}"
             )
@@ -104,4 +105,15 @@ class JobDeviceTable:
             fits[ji, di] = ~(p > OOM_THRESHOLD)  # NaN (unknown) counts as fitting
         elif fits_column == "status" and "status" in sub.columns:
             fits[ji, di] = (sub["status"].astype(str) == "ok").to_numpy()
-        return cls(job_ids, devices, values, fits, source)
+        return cls(ids, devices, values, fits, source)
+
+
+def queue_ids(jobs: Iterable[JobSpec]) -> list[str]:
+    """The queue's job ids in order; a job without one is an error (the queue readers assign
+    ids, so only a hand-built queue can lack them)."""
+    ids: list[str] = []
+    for i, j in enumerate(jobs):
+        if j.job_id is None:
+            raise InputError(f"job {i} ({j.model}) has no job_id")
+        ids.append(j.job_id)
+    return ids

@@ -22,6 +22,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from gpuscope.allocator.cluster import ClusterSpec
+from gpuscope.allocator.table import queue_ids
 from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
 from gpuscope.tjng import Instance, tjng_to_instance, validate_tjng, write_instance, write_tjng
@@ -106,7 +107,8 @@ def build_tjng(
                 rows.append((r.job_id, r.device, g, t, price, src))
     df = pd.DataFrame(rows, columns=["job_id", "node_type", "n_gpus", "exec_time_s",
                                      "cost_per_h", "source"])
-    dropped = [j.job_id for j in jobs if j.job_id not in set(df["job_id"])]
+    placed = set(df["job_id"])
+    dropped = [i for i in queue_ids(jobs) if i not in placed]
     if df.empty:
         raise InputError("no job fits any node type of the cluster: empty t_jng table")
     return validate_tjng(df), dropped
