@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
     s = res.summary
     print(f"{args.method}: total cost {s['total_cost']:.4f} (execution {s['exec_cost']:.4f}, "
           f"tardiness {s['tardiness_cost']:.4f}), {s['late_jobs']} late jobs, "
-          f"{s['rescheduling_points']} rescheduling points, median solve {s['solve_s_median'] * 1e3:.2f} ms "
+          f"{s['rescheduling_points']} rescheduling points, median solve {float(s['solve_s_median']) * 1e3:.2f} ms "
           f"-> {args.output}")
     return 0
 

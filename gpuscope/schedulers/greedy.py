@@ -135,6 +135,7 @@ def construct(
     base = np.argsort(-pressure(p, st, Ra), kind="stable")
     orders = np.tile(base, (n_it, 1))
     if n_it > 1 and k > 1:  # randomized swaps, probability inversely proportional to ω_j
+        assert rng is not None  # n_it > 1 only with an rng
         p_swap = swap_prob * np.min(w[w > 0], initial=1.0) / np.maximum(w, 1e-12)
         sub = orders[1:]
         for first in (0, 1):  # adjacent pairs (0,1),(2,3),… then (1,2),(3,4),…
@@ -177,8 +178,10 @@ def construct(
     # most free GPUs on an *open* node of each group: lets step (1) skip iterations cheaply
     max_free = np.full((n_it, NG), -1, dtype=np.int64)
     # closed nodes of each type (fixed types) / unopened nodes (VM model)
-    n_closed = np.stack([(p.fixed_vm == v).sum() for v in range(V)]) if fixed else None
-    closed = np.tile(n_closed, (n_it, 1)) if fixed else None
+    # (all zero, and never read, under the VM model)
+    n_closed = np.array([(p.fixed_vm == v).sum() for v in range(V)] if fixed else [0] * V,
+                        dtype=np.int64)
+    closed = np.tile(n_closed, (n_it, 1))
 
     width = N if fixed else 0  # VM model: open nodes are 0 .. n_open - 1
     # per-position rows contiguous ([k, iterations]): one column gather per position is slow
@@ -203,6 +206,7 @@ def construct(
             lo, hi = pos, min(k, pos + CHUNK)
             o = ordT[lo:hi]
             if n_it > 1:
+                assert rng is not None
                 uc = rng.random((hi - lo, n_it))
                 idx = np.zeros(o.shape, dtype=np.int64)
                 for q in range(kc - 1):  # inverse CDF over the few candidates

@@ -160,6 +160,7 @@ def generate(source: str | pd.DataFrame, n_nodes: int, seed: int = 0, arrivals: 
     cm = extra["cost_model"]
     if cm == "per_gpu_count":  # one row per (node type, busy GPUs): the energy cost c_ng
         energy = extra["energy"]
+        assert cat is not None  # the per-GPU-count sources carry their node catalog
         rows = [(v, n, g, gmax, energy[(n, g)]) for v, n, gmax in zip(cat.VMtype, cat.GPUtype, cat.nGPUs)
                 for g in range(1, gmax + 1)]
         vg = pd.DataFrame(rows, columns=["VMtype", "GPUtype", "g", "max_nGPUs", "cost"])

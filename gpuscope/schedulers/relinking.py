@@ -136,7 +136,7 @@ def postprocess(p: Problem, st: StepState, d: Decision) -> Decision:
                 c = p.conf_index[a, g]
                 if np.all(c >= 0) and np.all(np.isfinite(st.R[on, np.maximum(c, 0)])) \
                         and p.node_rate[a, used] < best_rate:
-                    best_v, best_rate = a, p.node_rate[a, used]
+                    best_v, best_rate = int(a), p.node_rate[a, used]
             if best_v >= 0:
                 v = best_v
                 d.conf[on] = p.conf_index[v, g]
