@@ -155,7 +155,7 @@ def architectures(per_arch: int = 1, per_family: int = 32, seed: int = 0,
             text = not dataset.startswith("image")
             for spec in specs:
                 hf_jobs = tuple(JobSpec(model=f"hf-{fam}", dataset=dataset, epochs=1,
-                                     steps_per_epoch=100, hf=spec, **c)  # type: ignore[call-arg]
+                                     steps_per_epoch=100, hf=spec, **c)
                              for c in _configs(rng, per_arch, text))
                 out.append(Arch(spec, f"hf-{fam}", "hf", hf_jobs))
     return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -116,13 +117,13 @@ def job_from_row(row: Any) -> JobSpec:
     spe = row["steps_per_epoch"] if "steps_per_epoch" in row else None
     spe = None if spe is None or (isinstance(spe, float) and math.isnan(spe)) or pd.isna(spe) \
         else int(spe)
-    kw = dict(model=str(row["model"]), dataset=str(row["dataset"]),
-              optimizer=str(row["optimizer"]), batch_size=int(row["batch_size"]),
-              epochs=int(row["epochs"]), steps_per_epoch=spe)
+    make = partial(JobSpec, model=str(row["model"]), dataset=str(row["dataset"]),
+                   optimizer=str(row["optimizer"]), batch_size=int(row["batch_size"]),
+                   epochs=int(row["epochs"]), steps_per_epoch=spe)
     try:
-        return JobSpec(**kw)
+        return make()
     except InputError:  # a user-supplied graph's run: the model name is the graph's stem
-        return JobSpec(**kw, graph=f"{row['model']}.json")
+        return make(graph=f"{row['model']}.json")
 
 
 def contexts_for(labels: pd.DataFrame) -> Tensor:

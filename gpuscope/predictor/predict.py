@@ -18,7 +18,7 @@ import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,9 @@ from gpuscope.predictor.batching import graph_stats, scale_graph
 from gpuscope.predictor.checkpoint import PredictorBundle, load_checkpoint
 from gpuscope.predictor.threads import torch_threads
 from gpuscope.resources import TARGET_SETS
+
+if TYPE_CHECKING:
+    from gpuscope.graphs import OpVocabulary
 
 
 class Predictor:
@@ -57,11 +60,13 @@ class Predictor:
             get_device(device)  # InputError for an unknown device (issue 18)
         self._readouts: dict[str, Tensor] = {}
         self._gstats: dict[str, Tensor] = {}
-        self._vocab = None
+        self._vocab: OpVocabulary | None = None
         self._device_vec: Tensor | None = None
         if bundle.config.device_dim:
             from gpuscope.predictor.multidevice import device_vector
 
+            if bundle.devices is None:
+                raise CheckpointError("this multi-device checkpoint has no device scaler")
             self._device_vec = bundle.devices.transform(device_vector(self.device)[None])
 
     @property
@@ -70,12 +75,13 @@ class Predictor:
 
     def add_graphs(self, graphs: dict[str, Data] | str | Path) -> None:
         """Add encoded graphs (a dict, a ``graphs.parquet`` file or a dataset folder)."""
-        if not isinstance(graphs, dict):
-            from gpuscope.graphs import load_encoded
+        if isinstance(graphs, dict):
+            self.graphs.update(graphs)
+            return
+        from gpuscope.graphs import load_encoded
 
-            p = Path(graphs)
-            graphs = load_encoded(p / "graphs.parquet" if p.is_dir() else p)
-        self.graphs.update(graphs)
+        p = Path(graphs)
+        self.graphs.update(load_encoded(p / "graphs.parquet" if p.is_dir() else p))
 
     def _encode(self, job: JobSpec) -> Data:
         from gpuscope.graphs import GraphCache, OpVocabulary, encode
@@ -110,8 +116,8 @@ class Predictor:
                                      f"expects {self.bundle.config.in_dim}")
                 data.append(scale_graph(g, self.bundle.features))
                 if self.bundle.gstats is not None:
-                    gs = self.bundle.gstats
-                    self._gstats[k] = gs.transform(graph_stats(g, len(gs.mean_))[None])[0]
+                    gstd = self.bundle.gstats
+                    self._gstats[k] = gstd.transform(graph_stats(g, len(gstd.mean_))[None])[0]
             net = self.bundle.net
             net.eval()
             with torch.no_grad():

@@ -14,7 +14,7 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
 import pyarrow as pa
@@ -144,8 +144,10 @@ def read_meta(path: str | Path) -> TraceMeta:
     return TraceMeta.from_json(raw)
 
 
-def read_trace(path: str | Path) -> tuple[pd.DataFrame, TraceMeta]:
-    """Read a trace: its samples (``t_s`` + resources present) and its :class:`TraceMeta`."""
+def read_trace(path: str | Path | IO[bytes]) -> tuple[pd.DataFrame, TraceMeta]:
+    """Read a trace: its samples (``t_s`` + resources present) and its :class:`TraceMeta`.
+
+    ``path`` may be a binary file object (the Ray backend reads a worker's bytes)."""
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowInvalid) as e:
