@@ -592,8 +592,11 @@ def read_queue(path: str | Path) -> list[JobSpec]:
     if suffix not in (".csv", ".json"):
         raise InputError(f"job queue {path}: unsupported extension {suffix!r} (use .csv or .json)")
     from gpuscope.io import read_text
+    from gpuscope.limits import check_memory
 
     text = read_text(path, "job queue")
+    # issue 18: parsed rows and JobSpecs take ~10x the file's bytes (a 100k-job CSV: ~100 MB)
+    check_memory(f"job queue {path} ({len(text) // 2**20} MB)", 10 * len(text))
     rows: list[dict[str, Any]]
     if suffix == ".json":
         try:

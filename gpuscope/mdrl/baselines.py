@@ -114,6 +114,10 @@ OBJECTIVES: dict[str, Callable[[EpisodeResult], float]] = {
 }
 
 
+#: Most placements the brute-force oracle simulates (m servers ^ n single-server jobs).
+MAX_ORACLE_PLACEMENTS: int = 200_000
+
+
 @dataclass
 class Oracle:
     """Clairvoyant brute force: the best pinned placement of the episode for ``objective``
@@ -131,6 +135,10 @@ class Oracle:
         """The best result and its placement (server index per single-server job)."""
         score = OBJECTIVES[self.objective]
         ids = [j.job_id for j in episode.jobs if j.flavor in env.flv]
+        if env.m ** len(ids) > MAX_ORACLE_PLACEMENTS:  # issue 18: no parameter value hangs
+            raise InputError(f"the brute-force oracle would simulate {env.m}^{len(ids)} "
+                             f"placements (limit {MAX_ORACLE_PLACEMENTS}); use fewer --jobs "
+                             "or --no-oracle / another --policy")
         arrival = {j.job_id: j.arrival_h for j in episode.jobs}
         best: tuple[float, float, EpisodeResult, tuple[int, ...]] | None = None
         for combo in itertools.product(range(env.m), repeat=len(ids)):
