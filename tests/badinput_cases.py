@@ -8,8 +8,23 @@ dataset, a checkpoint, a t_jng table, an instance, a plan, a loss log) and malfo
 from __future__ import annotations
 
 import argparse
+import shutil
+from pathlib import Path
+
+from gpuscope.cli import main
+from gpuscope.paths import REPO_DATASETS
 
 Case = tuple[str, str, list[str]]
+
+BAD_CSV = 'a,b\n1,"unterminated\n2,3,4,5\n\x00\x01'
+BAD_JSON = '{"nodes": [1, 2,'
+BAD_TOML = "[campaign\nname = = 3\n"
+BAD_BIN = b"PAR1\x00\x01garbage\xff\xfe" * 8
+
+CAMPAIGN = ('[campaign]\nname = "t"\ntimeout_s = 60\noptimizers = ["sgd"]\nbatch_sizes = [8]\n'
+            'epochs = [1]\n[[matrix]]\nmodels = ["lenet"]\ndatasets = ["cifar10"]\n'
+            'steps_per_epoch = 5\n')
+QUEUE = "model,dataset,optimizer,batch_size,epochs\nlenet,cifar10,sgd,8,1\nresnet20,cifar10,adam,32,2\n"
 
 #: One valid invocation per subcommand (outputs under {d}/out), the base of generated cases.
 BASE: dict[str, list[str]] = {
@@ -137,3 +152,64 @@ def number_cases(parser: argparse.ArgumentParser) -> list[Case]:
             for v in values:
                 out.append(("number-parse", f"{key}={v}", _with(cmd, opt, v)))
     return out
+
+
+def build_inputs(d: Path) -> None:
+    """Valid and malformed inputs under ``d`` (graph, runs and instance by gpuscope itself)."""
+    (d / "cwd").mkdir()
+    (d / "q.csv").write_text(QUEUE)
+    (d / "c.toml").write_text(CAMPAIGN)
+    (d / "afile").write_text("a regular file\n")
+    (d / "adir").mkdir()
+    for ext in ("", ".csv", ".json", ".toml", ".parquet", ".pt", ".pbtxt", ".pb", ".json.gz"):
+        (d / f"dir{ext}").mkdir()
+        (d / f"empty{ext}").write_bytes(b"")
+        (d / f"bad{ext}").write_bytes(
+            BAD_BIN if ext in (".parquet", ".pt", ".pb", ".json.gz")
+            else {".json": BAD_JSON, ".toml": BAD_TOML}.get(ext, BAD_CSV).encode())
+    (d / "bin.json").write_bytes(b"\xff\xfe\x00garbage")
+    (d / "bin.csv").write_bytes(b"\xff\xfe\x00garbage\n\x80\x81")
+    (d / "q_renamed.csv").write_text(QUEUE.replace("batch_size", "batchsize"))
+    (d / "q_dup.csv").write_text("job_id," + QUEUE.splitlines()[0] + "\nA,lenet,cifar10,sgd,8,1\n"
+                                 "A,lenet,cifar10,sgd,8,2\n")
+    (d / "q_negbatch.csv").write_text(QUEUE.replace(",8,1", ",-8,1"))
+    (d / "q_nanarrival.csv").write_text("model,dataset,optimizer,batch_size,epochs,arrival_s\n"
+                                        "lenet,cifar10,sgd,8,1,nan\n")
+    (d / "q_obj.json").write_text('{"model": 3}\n')
+    (d / "c_nan.toml").write_text(CAMPAIGN.replace("timeout_s = 60", "timeout_s = nan"))
+    (d / "c_inf.toml").write_text(CAMPAIGN.replace("timeout_s = 60", "timeout_s = inf"))
+    (d / "c_nomatrix.toml").write_text(CAMPAIGN.split("[[matrix]]")[0])
+    (d / "c_badmodel.toml").write_text(CAMPAIGN.replace('"lenet"', '"nosuchnet"'))
+    (d / "loss.csv").write_text("step,loss\n" + "".join(f"{i},{3 / (i + 1):.4f}\n"
+                                                        for i in range(40)))
+    shutil.copy(REPO_DATASETS.parent / "examples" / "cluster-2types.toml", d / "cluster.toml")
+    (d / "cluster_bad.toml").write_text((d / "cluster.toml").read_text()
+                                        .replace("gpus = 8", "gpus = -8"))
+    shutil.copy(REPO_DATASETS / "checkpoints" / "v100.pt", d / "ck.pt")
+    src = REPO_DATASETS / "emulated" / "v100"
+    for name in ("ds", "ds_badvocab", "ds_renamed", "ds_allerror", "ds_badlabels"):
+        shutil.copytree(src, d / name)
+    (d / "ds_badvocab" / "vocab.json").write_text('{"format": "gpuscope.opvocab/1", "counts": 3')
+    (d / "ds_badlabels" / "labels.parquet").write_bytes(BAD_BIN)
+    import pandas as pd
+
+    lab = pd.read_parquet(src / "labels.parquet")
+    lab.rename(columns={c: c.replace("_peak", "_pk") for c in lab.columns}).to_parquet(
+        d / "ds_renamed" / "labels.parquet")
+    lab.assign(status="error").to_parquet(d / "ds_allerror" / "labels.parquet")
+    quiet = ["--quiet"]
+    assert main(["graph", "export", "--model", "lenet", "--dataset", "cifar10", "--batch-size",
+                 "8", "-o", str(d / "g.json")]) == 0
+    assert main(["emulate", str(d / "c.toml"), "--devices", "v100", "--out", str(d / "runs"),
+                 *quiet]) == 0
+    trace = next((d / "runs" / "v100" / "traces").glob("*.parquet"))
+    shutil.copy(trace, d / "trace.parquet")
+    shutil.copytree(d / "runs", d / "runs_badtrace")
+    next((d / "runs_badtrace" / "v100" / "traces").glob("*.parquet")).write_bytes(BAD_BIN)
+    assert main(["tjng", "--jobs", str(d / "q.csv"), "--cluster", "v100:1", "-o",
+                 str(d / "tj")]) == 0
+    shutil.copytree(d / "tj" / "instance", d / "inst")
+    shutil.copytree(d / "inst", d / "inst_bad")
+    (d / "inst_bad" / "SelectJobs_times.csv").write_text(BAD_CSV)
+    (d / "plan.csv").write_text("job_id,device,gpu\nj000,v100,0\nj001,v100,0\n")
+    assert main(["specon", "simulate", "-o", str(d / "sp")]) == 0
