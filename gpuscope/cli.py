@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import subprocess
 import sys
 from collections.abc import Sequence
 
@@ -118,6 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:  # the safety net: an environment failure is one line, not a traceback
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         sys.stderr.write(f"gpuscope: error: {_one_line(where + str(e.strerror or e))}\n")
+        return 2
+    except subprocess.TimeoutExpired as e:  # a service (sinfo, sbatch, ...) that hangs
+        cmd = e.cmd[0] if isinstance(e.cmd, (list, tuple)) and e.cmd else e.cmd
+        sys.stderr.write(f"gpuscope: error: {cmd} did not answer within {e.timeout:g} s\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("gpuscope: interrupted; finished work is kept\n")

@@ -36,7 +36,6 @@ Base module: pydantic and the device catalog only, importable by every stage.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from functools import cached_property
 from pathlib import Path
@@ -46,11 +45,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from gpuscope.errors import InputError
 from gpuscope.paths import bundled
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 #: Tolerance when a flavor's given ``rate`` is compared with GPUs / partition GPUs.
 RATE_TOL: float = 1e-6
@@ -246,13 +240,10 @@ def resolve_cluster_path(path_or_name: str | Path) -> Path:
 
 def load_cluster(path: str | Path, check_devices: bool = True) -> ClusterConfig:
     """Load a cluster TOML file (or a bundled cluster by name, e.g. ``gist-aix``)."""
+    from gpuscope.io import read_toml
+
     p = resolve_cluster_path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except OSError as e:
-        raise InputError(f"cannot read cluster file {p}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"cluster file {p} is not valid TOML: {e}") from None
+    data = read_toml(p, "cluster file")
     return parse_cluster(data, origin=str(p), check_devices=check_devices)
 
 

@@ -21,9 +21,9 @@ from gpuscope.errors import InputError
 from gpuscope.paths import bundled
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
+    pass
 
 #: Default catalog file; ``GPUSCOPE_DEVICES`` overrides it.
 DEFAULT_CATALOG: Path = bundled("devices.toml")
@@ -118,13 +118,10 @@ def _parse(name: str, d: dict[str, Any], path: Path) -> DeviceSpec:
 
 @lru_cache(maxsize=8)
 def _load(path: str) -> tuple[dict[str, DeviceSpec], dict[str, str]]:
+    from gpuscope.io import read_toml
+
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except OSError as e:
-        raise InputError(f"cannot read device catalog {p}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"device catalog {p} is not valid TOML: {e}") from None
+    data = read_toml(p, "device catalog")
     devs = data.get("devices")
     if not isinstance(devs, dict) or not devs:
         raise InputError(f"device catalog {p} has no [devices.<name>] tables")

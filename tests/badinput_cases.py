@@ -169,6 +169,7 @@ def build_inputs(d: Path) -> None:
             else {".json": BAD_JSON, ".toml": BAD_TOML}.get(ext, BAD_CSV).encode())
     (d / "bin.json").write_bytes(b"\xff\xfe\x00garbage")
     (d / "bin.csv").write_bytes(b"\xff\xfe\x00garbage\n\x80\x81")
+    (d / "bin.toml").write_bytes(b"\xff\xfe\x00 = garbage\n\x80\x81")
     (d / "q_renamed.csv").write_text(QUEUE.replace("batch_size", "batchsize"))
     (d / "q_dup.csv").write_text("job_id," + QUEUE.splitlines()[0] + "\nA,lenet,cifar10,sgd,8,1\n"
                                  "A,lenet,cifar10,sgd,8,2\n")

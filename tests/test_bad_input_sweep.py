@@ -14,7 +14,7 @@ number-parse           194    every numeric option: negative, NaN, infinite, hug
 oversized              14     counts whose memory estimate exceeds the limit, queue/node caps
 missing-file           41     an input path that does not exist
 dir-as-file            28     an input file that is a directory
-malformed              40     garbage CSV / JSON / TOML / parquet / checkpoint / graph files
+malformed              46     garbage CSV / JSON / TOML / parquet / checkpoint / graph files
 empty-file             28     zero-byte inputs of every format
 wrong-columns          25     tables with renamed or missing columns, garbage values in files
 output-under-file      23     an output path whose parent is a regular file
@@ -26,7 +26,7 @@ bad-enum               17     values outside an option's choices
 unknown-option         36     an option no subcommand has (every subcommand)
 unreachable            6      a Ray address refusing connections, state folders that are files
 =====================  =====  ============================================================
-total                  599    cases over 36 subcommands
+total                  605    cases over 36 subcommands
 =====================  =====  ============================================================
 """
 
@@ -237,6 +237,12 @@ def _cases() -> list[Case]:
         ("graph-show-gz", _pos("graph show", f"{d}/bad.json.gz")),
         ("graph-show-binary-json", _pos("graph show", f"{d}/bin.json")),
         ("jobs-check-binary-csv", _pos("jobs check", f"{d}/bin.csv")),
+        ("allocate-binary-cluster", _with("allocate", "--cluster", f"{d}/bin.toml")),
+        ("mdrl-binary-cluster", _with("mdrl fig3", "--cluster", f"{d}/bin.toml")),
+        ("profile-run-binary-campaign", _pos("profile run", f"{d}/bin.toml")),
+        ("emulate-binary-catalog", _with("emulate", "--catalog", f"{d}/bin.toml")),
+        ("estimate-binary-params", _with("estimate", "--params", f"{d}/bin.json")),
+        ("predict-binary-queue", _with("predict", "--jobs", f"{d}/bin.csv")),
     ]:
         add("malformed", cid, argv)
 

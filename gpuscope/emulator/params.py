@@ -151,12 +151,9 @@ class EmulatorParams:
 
     @classmethod
     def load(cls, path: str | Path) -> EmulatorParams:
-        try:
-            return cls.from_dict(json.loads(Path(path).read_text()))
-        except OSError as e:
-            raise InputError(f"cannot read emulator parameters {path}: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise InputError(f"emulator parameters {path} are not valid JSON: {e.msg}") from None
+        from gpuscope.io import read_json
+
+        return cls.from_dict(read_json(path, "emulator parameters", kind=dict))
 
 
 def default_params() -> EmulatorParams:
