@@ -118,7 +118,7 @@ def output_cases() -> list[Case]:
         out.append(("output-unwritable", f"{key}-proc", _with(cmd, opt, "/proc/gpuscope/x" +
                                                               _ext(cmd))))
         if kind == "file":
-            out.append(("output-is-dir", f"{key}-is-dir", _with(cmd, opt, "{d}/adir")))
+            out.append(("output-is-dir", f"{key}-is-dir", _with(cmd, opt, "{d}/dir" + _ext(cmd))))
         else:
             out.append(("output-is-file", f"{key}-is-file", _with(cmd, opt, "{d}/afile")))
     return out
@@ -161,7 +161,8 @@ def build_inputs(d: Path) -> None:
     (d / "c.toml").write_text(CAMPAIGN)
     (d / "afile").write_text("a regular file\n")
     (d / "adir").mkdir()
-    for ext in ("", ".csv", ".json", ".toml", ".parquet", ".pt", ".pbtxt", ".pb", ".json.gz"):
+    for ext in ("", ".csv", ".json", ".toml", ".parquet", ".pt", ".pbtxt", ".pb", ".json.gz",
+                ".png"):
         (d / f"dir{ext}").mkdir()
         (d / f"empty{ext}").write_bytes(b"")
         (d / f"bad{ext}").write_bytes(

@@ -84,8 +84,10 @@ def time_scale(text: str) -> float | str:
 
 
 def _up(args: argparse.Namespace) -> int:
+    from gpuscope.clusters import load_cluster
     from gpuscope.slurm.daemons import up
 
+    load_cluster(args.cluster)  # a bad cluster file is named before the Slurm packages are
     st = up(args.cluster, args.state_dir, timeout_s=args.timeout_s)
     print(f"Slurm cluster {st.cluster_name!r} up: {len(st.node_ports)} node(s) "
           f"({', '.join(st.node_ports)}), slurmctld on 127.0.0.1:{st.ctld_port}, state "
