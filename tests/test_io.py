@@ -133,3 +133,20 @@ def test_memory_budget(monkeypatch) -> None:
     monkeypatch.setenv("GPUSCOPE_MAX_MEMORY_MB", "nan")
     with pytest.raises(InputError):
         memory_budget()
+
+
+def test_graph_export_keeps_the_user_graphs_metadata(tmp_path: Path) -> None:
+    """Issue 18: ``graph export --graph g.json`` relabelled a user graph imagenet / batch 1."""
+    import json
+
+    from gpuscope.cli import main
+
+    g = tmp_path / "g.json"
+    assert main(["graph", "export", "--model", "lenet", "--dataset", "cifar10",
+                 "--batch-size", "8", "-o", str(g)]) == 0
+    before = g.read_bytes()
+    assert main(["graph", "export", "--graph", str(g), "-o", str(tmp_path / "g2.json")]) == 0
+    meta = json.loads((tmp_path / "g2.json").read_text())["meta"]
+    assert (meta["model"], meta["dataset"], meta["batch_size"]) == ("lenet", "cifar10", 8)
+    assert main(["graph", "export", "--graph", str(g), "-o", str(g)]) == 2
+    assert g.read_bytes() == before

@@ -64,7 +64,8 @@ def _export(a: argparse.Namespace) -> int:
 
     from gpuscope.graphs import OpVocabulary, encode, export_graph, save_encoded, write_graph
 
-    if a.graph and (a.dataset is None or a.batch_size is None) and not a.input_shape:
+    if a.graph and (a.dataset is None or a.batch_size is None or a.model is None) \
+            and not a.input_shape:
         _graph_defaults(a)  # the user graph's own dataset and batch size, not imagenet/1
     job = _job_from_args(a)
     if a.features not in ("driple", "rich"):
@@ -98,7 +99,8 @@ def _encoded_path(out: Path) -> Path:
 
 
 def _graph_defaults(a: argparse.Namespace) -> None:
-    """Fill ``--dataset``/``--batch-size`` from a user graph's metadata (issue 18)."""
+    """Fill ``--model``/``--dataset``/``--batch-size`` from a user graph's metadata, so an
+    export does not relabel the graph imagenet / batch 1 (issue 18)."""
     from gpuscope.graphs import read_graph
 
     meta = read_graph(a.graph).meta
@@ -106,6 +108,8 @@ def _graph_defaults(a: argparse.Namespace) -> None:
         a.dataset = meta["dataset"]
     if a.batch_size is None and isinstance(meta.get("batch_size"), int):
         a.batch_size = meta["batch_size"]
+    if a.model is None and isinstance(meta.get("model"), str) and meta["model"]:
+        a.model = meta["model"]
 
 
 def _show(a: argparse.Namespace) -> int:
