@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuscope.errors import InputError
 from gpuscope.io import check_output, write_text
 from gpuscope.limits import check_memory
 from gpuscope.paths import bundled
+
+if TYPE_CHECKING:
+    from gpuscope.allocator.cluster import ClusterSpec
 
 DEFAULT_TRUTH = bundled("emulated")
 
@@ -147,7 +151,7 @@ def _is_cluster_file(text: str) -> bool:
     return text.endswith(".toml") or Path(text).is_file()
 
 
-def _cluster(text: str):
+def _cluster(text: str) -> ClusterSpec:
     """``TYPE:COUNT,...``, or a cluster file: each GPU type with its GPUs over all servers."""
     from gpuscope.allocator.cluster import ClusterSpec
 
@@ -161,7 +165,7 @@ def _cluster(text: str):
     return ClusterSpec(tuple(counts), tuple(counts.values()))
 
 
-def _steps(args: argparse.Namespace, cluster) -> int | None:
+def _steps(args: argparse.Namespace, cluster: ClusterSpec) -> int | None:
     """Epoch length for named queues: the flag, else that of the ground-truth runs."""
     if args.steps_per_epoch is not None:
         if args.steps_per_epoch < 1:
@@ -174,7 +178,7 @@ def _steps(args: argparse.Namespace, cluster) -> int | None:
     return truth_steps(args.truth, cluster.devices)
 
 
-def _has_driple(args: argparse.Namespace, cluster) -> bool:
+def _has_driple(args: argparse.Namespace, cluster: ClusterSpec) -> bool:
     from gpuscope.allocator.predict import checkpoint_path
 
     return all(checkpoint_path(args.model_dir, d, True).is_file() for d in cluster.devices)

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from gpuscope.allocator.metrics import Metrics
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def _plt():
+
+def _plt() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -24,7 +29,7 @@ def _plt():
     return plt
 
 
-def _save(fig, path: str | Path) -> Path:
+def _save(fig: Figure, path: str | Path) -> Path:
     """Lay out, write (creating the folder) and close a figure."""
     fig.tight_layout()
     path = Path(path)

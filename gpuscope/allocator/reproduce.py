@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpuscope.allocator.allocate import allocate
+from gpuscope.allocator.allocate import AllocationResult, allocate
 from gpuscope.allocator.cluster import ClusterSpec
 from gpuscope.allocator.experiments import (
     LABELS,
@@ -49,7 +49,8 @@ def _note(inp: ExperimentInputs, extra: str = "") -> str:
             f"{len(inp.jobs)} jobs.{driple} {extra}").strip()
 
 
-def comparison_md(inp: ExperimentInputs, title: str, rows, extra: str = "") -> str:
+def comparison_md(inp: ExperimentInputs, title: str,
+                  rows: Sequence[tuple[str, AllocationResult]], extra: str = "") -> str:
     mr = metrics_rows(rows)
     return (to_markdown(comparison_table(mr), f"{title}: average JCT per GPU, average JCT, "
                         "makespan (s)", _note(inp, extra))

@@ -13,14 +13,20 @@ import pandas as pd
 from tqdm import tqdm
 
 from gpuscope.schedulers.instances import generate
-from gpuscope.schedulers.methods import METHODS, make_method
+from gpuscope.schedulers.methods import (
+    METHODS,
+    FirstPrinciple,
+    PathRelinking,
+    RandomizedGreedy,
+    make_method,
+)
 from gpuscope.schedulers.simulate import simulate
 
 #: Extra experiment-only method name: Path Relinking with seed 002's Eq. 1 as written.
 PR_EQ1 = "pr-eq1"
 
 
-def _method(name: str, seed: int):
+def _method(name: str, seed: int) -> FirstPrinciple | RandomizedGreedy | PathRelinking:
     if name == PR_EQ1:
         return make_method("pr", seed=seed, pr_objective="eq1")
     return make_method(name, seed=seed)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from gpuscope.schedulers.simulate import SimResult
@@ -42,7 +43,7 @@ SCHEDULE_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _atomic(path: Path, write) -> None:
+def _atomic(path: Path, write: Callable[[Path], object]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     write(tmp)
     os.replace(tmp, path)

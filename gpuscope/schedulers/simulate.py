@@ -15,6 +15,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -234,7 +235,10 @@ def _segments(p: Problem, segs: list) -> pd.DataFrame:
     })
 
 
-def _result(p, logs, segs, slots, solve, completion, start, exec_cost, n_pre, n_mig, method) -> SimResult:
+def _result(p: Problem, logs: list[Any], segs: list[tuple[np.ndarray, ...]],
+            slots: list[tuple[Any, ...]], solve: list[float], completion: np.ndarray,
+            start: np.ndarray, exec_cost: np.ndarray, n_pre: np.ndarray, n_mig: np.ndarray,
+            method: object) -> SimResult:
     tard = np.maximum(0.0, completion - p.due)
     jobs = pd.DataFrame({
         "job_id": p.job_ids, "submit_s": p.submit, "due_s": p.due, "weight": p.weight,
@@ -245,7 +249,7 @@ def _result(p, logs, segs, slots, solve, completion, start, exec_cost, n_pre, n_
     slot_df = pd.DataFrame(slots, columns=["n_iterate", "start_s", "end_s", "open_nodes",
                                            "busy_gpus", "running_jobs", "waiting_jobs", "exec_cost"])
     s = np.asarray(solve)
-    summary = {
+    summary: dict[str, float | int | str] = {
         "method": type(method).__name__, "n_jobs": p.n_jobs, "n_nodes": p.n_nodes,
         "exec_cost": float(exec_cost.sum()), "tardiness_cost": float(jobs.tardiness_cost.sum()),
         "total_cost": float(exec_cost.sum() + jobs.tardiness_cost.sum()),

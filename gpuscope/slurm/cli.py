@@ -6,8 +6,14 @@ import argparse
 import math
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gpuscope.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gpuscope.slurm.daemons import ClusterState
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -106,7 +112,7 @@ def _down(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sinfo(st) -> str:
+def _sinfo(st: ClusterState) -> str:
     r = subprocess.run(["sinfo", "-N", "-o", "%N %P %G %t"], env=st.env(), capture_output=True,
                        text=True, timeout=20)
     return r.stdout
@@ -142,7 +148,7 @@ def _submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def submitted_line(sub, meta: dict, out: str) -> str:
+def submitted_line(sub: pd.DataFrame, meta: dict[str, Any], out: str) -> str:
     ids = sub["slurm_job_id"].tolist()
     scale = f", time scale {meta['time_scale']:.4g}" if meta.get("dry_workload") else ""
     return (f"submitted {len(ids)} job(s) to Slurm (ids {ids[0]}-{ids[-1]}){scale}; record "

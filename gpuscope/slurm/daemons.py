@@ -22,7 +22,9 @@ import socket
 import stat
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 from gpuscope.slurm._cluster import load
@@ -185,7 +187,7 @@ def _start(st: ClusterState, name: str, argv: list[str], log: Path,
     return proc
 
 
-def _wait(what: str, check, procs: dict[str, subprocess.Popen[bytes]], logs: dict[str, Path],
+def _wait(what: str, check: Callable[[], bool], procs: dict[str, subprocess.Popen[bytes]], logs: dict[str, Path],
           timeout_s: float) -> None:
     """Poll ``check()`` until true; fail early (with the log's last lines) if a daemon died."""
     end = time.monotonic() + timeout_s
@@ -314,9 +316,10 @@ def stop(st: ClusterState, grace_s: float = 10.0) -> list[str]:
         pid = st.pids[name]
         if alive(pid, st.root):
             _signal(pid, signal.SIGTERM)
-            if not _until(lambda p=pid: not alive(p, st.root), grace_s):
+            gone = partial(_gone, pid, st.root)
+            if not _until(gone, grace_s):
                 _signal(pid, signal.SIGKILL)
-                _until(lambda p=pid: not alive(p, st.root), 5.0)
+                _until(gone, 5.0)
             stopped.append(f"{name} (pid {pid})")
     for pid in _marked_sessions(st.root):
         _signal(pid, signal.SIGKILL)
@@ -330,7 +333,11 @@ def _queue_empty(st: ClusterState) -> bool:
     return r.returncode != 0 or not r.stdout.strip()
 
 
-def _until(pred, timeout_s: float) -> bool:
+def _gone(pid: int, marker: str | None) -> bool:
+    return not alive(pid, marker)
+
+
+def _until(pred: Callable[[], bool], timeout_s: float) -> bool:
     end = time.monotonic() + timeout_s
     while not pred():
         if time.monotonic() > end:
