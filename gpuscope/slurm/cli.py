@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuscope.errors import InputError
+from gpuscope.limits import pos_float
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,7 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     u = sp.add_parser("up", parents=[state], help="start a local Slurm from a cluster file")
     u.add_argument("--cluster", required=True, help="cluster TOML file (or bundled name)")
-    u.add_argument("--timeout-s", type=float, default=60.0, help="wait for idle nodes")
+    u.add_argument("--timeout-s", type=pos_float, default=60.0,
+                   help="longest wait for idle nodes, s (> 0; default 60)")
     u.set_defaults(func=_up)
     d = sp.add_parser("down", parents=[state], help="stop the local Slurm (every daemon)")
     d.set_defaults(func=_down)
