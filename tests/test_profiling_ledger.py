@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -239,7 +240,11 @@ def test_busy_runs_are_recorded_and_warned(tmp_path: Path,
                        "--command", _fake(tmp_path)])
     out, err = capsys.readouterr()
     assert rc == 0 and json.loads(out)["host_busy"] >= 1
-    assert "ran on a busy host" in err and "90 %" in err
+    assert "ran on a busy host" in err
+    # the warning names the busiest run: the recorded 90 %, or more when this machine is
+    # itself loaded and the fresh run is busy too
+    m = re.search(r"up to (\d+) %", err)
+    assert m is not None and int(m.group(1)) >= 90, err
 
 
 def test_is_done_follows_the_key_and_retry_errors(tmp_path: Path) -> None:
