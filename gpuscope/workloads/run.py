@@ -26,8 +26,8 @@ import json
 import platform
 import sys
 import time
-from pathlib import Path
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 EXIT_OK = 0
