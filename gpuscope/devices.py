@@ -11,7 +11,6 @@ source. This is a base module: no torch, importable by every stage.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
@@ -19,11 +18,6 @@ from typing import Any
 
 from gpuscope.errors import InputError
 from gpuscope.paths import bundled
-
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover
-    pass
 
 #: Default catalog file; ``GPUSCOPE_DEVICES`` overrides it.
 DEFAULT_CATALOG: Path = bundled("devices.toml")

@@ -198,20 +198,16 @@ class Ledger:
 
 
 def job_graph_key(job: dict) -> str:
-    """``JobSpec.graph_key`` of a job dict, without re-validating it (the graph of a
-    user-supplied job may live anywhere)."""
+    """``JobSpec.graph_key`` of a job dict (a trace's metadata); a dict that ``JobSpec``
+    refuses gets the historic ``model-dataset-optimizer-bN`` form."""
     try:  # the one definition of the key (precision, accumulation, module digest, slugs)
         return JobSpec.from_dict(job).graph_key
     except (InputError, TypeError, ValueError):
         pass
+    # a job dict JobSpec refuses (hand-written or foreign metadata): the historic fp32 form
     graph = job.get("graph")
     base = Path(graph).stem if graph else str(job.get("model", ""))
-    key = f"{base}-{job.get('dataset')}-{job.get('optimizer')}-b{job.get('batch_size')}"
-    if job.get("precision", "fp32") != "fp32":
-        key += f"-{job['precision']}"
-    if int(job.get("grad_accum", 1) or 1) != 1:
-        key += f"-ga{job['grad_accum']}"
-    return key
+    return f"{base}-{job.get('dataset')}-{job.get('optimizer')}-b{job.get('batch_size')}"
 
 
 def trace_paths(runs_dir: str | Path) -> list[Path]:

@@ -12,7 +12,8 @@ its loss) for about ``target_s`` seconds and reads
 * ``mem_alloc_mb`` / ``mem_reserved_mb``: ``torch.cuda.max_memory_allocated`` /
   ``max_memory_reserved`` over the steps (the caching allocator's view; the process also holds
   the CUDA context, ~500 MB, which neither counts);
-* ``gpu_util_mean``: mean NVML ``utilization.gpu`` sampled every 20 ms during the timed steps.
+* ``gpu_util_mean``: mean NVML ``utilization.gpu`` (the profiler's ``Sampler`` at 20 ms)
+  during the timed steps.
 
 Rows are appended to a CSV as each job finishes (a killed run keeps every finished row; a
 rerun skips the jobs already there). ``python -m gpuscope.profiling.steptimes --campaign C
@@ -27,7 +28,6 @@ import gc
 import math
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -42,51 +42,13 @@ COLUMNS: tuple[str, ...] = (
 )
 
 
-class _UtilSampler:
-    """NVML ``utilization.gpu`` every ``period_s`` in a thread; mean over the sampling window."""
-
-    def __init__(self, period_s: float = 0.02) -> None:
-        self.period_s = period_s
-        self.samples: list[float] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._handle: Any = None
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-            self._nvml = pynvml
-        except Exception:  # noqa: BLE001 - no NVML: no utilisation column
-            self._handle = None
-
-    def __enter__(self) -> _UtilSampler:
-        if self._handle is not None:
-            self._thread = threading.Thread(target=self._loop, daemon=True)
-            self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.samples.append(float(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu))
-            self._stop.wait(self.period_s)
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    @property
-    def mean(self) -> float | None:
-        return statistics.fmean(self.samples) / 100.0 if self.samples else None
-
-
 def measure_job(job: JobSpec, device: str = "cuda", warmup: int = 3, target_s: float = 2.0,
                 max_steps: int = 50, seed: int = 0) -> dict[str, Any]:
     """Measure one job (see the module docstring); never raises for the job's own failures."""
     import torch
 
-    from gpuscope.workloads.run import is_oom
+    from gpuscope.profiling.samplers import Sampler
+    from gpuscope.workloads.run import configure_backends, is_oom
     from gpuscope.workloads.workload import build_workload, param_count
 
     dev = torch.device(device)
@@ -105,10 +67,8 @@ def measure_job(job: JobSpec, device: str = "cuda", warmup: int = 3, target_s: f
     wl: Any = None
     batch: Any = None
     try:
+        configure_backends(job, dev)
         if cuda:
-            torch.backends.cudnn.benchmark = True
-            torch.backends.cuda.matmul.allow_tf32 = job.precision == "tf32"
-            torch.backends.cudnn.allow_tf32 = True
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats(dev)
         t0 = time.perf_counter()
@@ -124,16 +84,20 @@ def measure_job(job: JobSpec, device: str = "cuda", warmup: int = 3, target_s: f
         first = time.perf_counter() - t1
         n = max(3, min(max_steps, math.ceil(target_s / max(first, 1e-6))))
         times: list[float] = []
-        with _UtilSampler() as util:
+        sampler = Sampler(period_s=0.02, use_nvml=cuda).start()
+        try:
             for _ in range(n):
                 t = time.perf_counter()
                 float(wl.train_step(batch))  # the loss read syncs, as a logging loop does
                 times.append(time.perf_counter() - t)
+        finally:
+            samples = sampler.stop()
+        util = samples["gpu_util"].mean() / 100.0 if "gpu_util" in samples else None
         times.sort()
         row.update(
             status="ok", step_s=statistics.median(times), steps_timed=n,
             step_s_p10=times[int(0.1 * (n - 1))], step_s_p90=times[int(0.9 * (n - 1))],
-            gpu_util_mean=util.mean,
+            gpu_util_mean=util,
         )
     except Exception as e:  # noqa: BLE001 - a failing job is a row, not the end of the sweep
         row["status"] = "oom" if is_oom(e) else "error"

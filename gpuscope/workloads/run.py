@@ -94,6 +94,18 @@ def _pipeline_target(kind: str) -> str:
     return {"classifier": "classifier", "vae": "vae"}.get(kind, "gan")
 
 
+def configure_backends(job: Any, device: Any) -> None:
+    """CUDA math settings of a training job: cuDNN autotuning (as real training scripts do);
+    PyTorch's defaults for fp32 (cuDNN convolutions on TF32, matmuls in full fp32), which is
+    what the emulator models; a ``tf32`` job also puts matmuls on TF32 tensor cores."""
+    import torch
+
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = job.precision == "tf32"
+        torch.backends.cudnn.allow_tf32 = True
+
+
 def train(args: argparse.Namespace, job: Any, device: Any, result: dict[str, Any]) -> None:
     """Build the workload on ``device`` and train it, updating ``result`` as it goes."""
     import torch
@@ -104,12 +116,7 @@ def train(args: argparse.Namespace, job: Any, device: Any, result: dict[str, Any
     from gpuscope.workloads.workload import build_workload
 
     t0 = time.perf_counter()
-    if device.type == "cuda":
-        torch.backends.cudnn.benchmark = True  # as real training scripts do
-        # PyTorch's defaults (cuDNN convolutions on TF32, matmuls in full fp32) are what the
-        # emulator models for fp32 jobs; a tf32 job also puts matmuls on TF32 tensor cores.
-        torch.backends.cuda.matmul.allow_tf32 = job.precision == "tf32"
-        torch.backends.cudnn.allow_tf32 = True
+    configure_backends(job, device)
     result["precision"] = job.precision
     wl = build_workload(job, device, seed=args.seed)
     spec = PipelineSpec(job.dataset, _pipeline_target(wl.kind))
