@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gpuscope.errors import InputError
 from gpuscope.jobs import OPTIMIZERS, PRECISIONS, JobSpec, shape_dataset, source_model_name
+from gpuscope.limits import pos_int
 
 
 def add_job_arguments(p: argparse.ArgumentParser, *, graph: bool = True,
@@ -40,13 +41,13 @@ def add_job_arguments(p: argparse.ArgumentParser, *, graph: bool = True,
     d.add_argument("--input-shape", help="per-sample input shape instead of --dataset, "
                                          "e.g. 3x224x224, 28x28, 100")
     d.add_argument("--optimizer", default="sgd", help=f"one of {', '.join(OPTIMIZERS)}")
-    d.add_argument("--batch-size", type=int, help="samples per forward/backward pass")
+    d.add_argument("--batch-size", type=pos_int, help="samples per forward/backward pass")
     if epochs:
-        d.add_argument("--epochs", type=int, default=1)
+        d.add_argument("--epochs", type=pos_int, default=1)
     d.add_argument("--precision", default="fp32", help=f"one of {', '.join(PRECISIONS)}")
-    d.add_argument("--grad-accum", type=int, default=1,
+    d.add_argument("--grad-accum", type=pos_int, default=1,
                    help="micro-batches per optimizer step (gradient accumulation)")
-    d.add_argument("--steps-per-epoch", type=int, help="override of dataset size / batch")
+    d.add_argument("--steps-per-epoch", type=pos_int, help="override of dataset size / batch")
 
 
 def job_from_args(a: argparse.Namespace, command: str = "this command") -> JobSpec:
