@@ -45,13 +45,13 @@ def job(model: str | None = None, *, dataset: str, batch_size: int, optimizer: s
 
 
 def _jobs(jobs: JobSpec | Sequence[JobSpec] | str | Path) -> list[JobSpec]:
-    from gpuscope.jobs import _assign_ids, read_queue
+    from gpuscope.queues import assign_ids, read_queue
 
     if isinstance(jobs, JobSpec):
-        return _assign_ids([jobs])
+        return assign_ids([jobs])
     if isinstance(jobs, (str, Path)):
         return read_queue(jobs)
-    return _assign_ids(list(jobs))
+    return assign_ids(list(jobs))
 
 
 def export_graph(job: JobSpec) -> OpGraph:

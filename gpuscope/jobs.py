@@ -1,4 +1,5 @@
-"""JobSpec, the workload catalog's names, and job-queue I/O (CSV and JSON).
+"""JobSpec and the workload catalog's names (queue I/O: ``gpuscope.queues``; datasets:
+``gpuscope.dataspec``).
 
 A job is a model, a dataset, an optimizer, a batch size and a number of epochs (seed 001
 Tables 3–4). ``steps_per_epoch`` shortens a run for profiling; left unset it is the dataset's
@@ -8,18 +9,23 @@ catalog model, and scheduling fields (arrival, due date, tardiness weight).
 
 from __future__ import annotations
 
-import csv
 import functools
 import hashlib
 import json
 import math
 import re
-from collections import Counter
-from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from gpuscope.dataspec import (  # noqa: F401  (re-exported: the job catalog's datasets)
+    DATASET_KINDS,
+    DATASET_PARAMS,
+    DATASETS,
+    DatasetSpec,
+    parse_dataset,
+    shape_dataset,
+)
 from gpuscope.errors import InputError
 
 
@@ -30,176 +36,6 @@ class FieldError(InputError):
         super().__init__(message)
         self.field = field
 
-
-#: Dataset kinds: what one sample is (``DatasetSpec.sample_shape``).
-DATASET_KINDS: tuple[str, ...] = ("image", "tokens", "sequence", "tabular", "frames")
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """Shape and size of a training dataset (synthetic data with the real shapes).
-
-    One sample by ``kind``: ``image``/``frames`` a ``channels x height x width`` float tensor;
-    ``tokens`` ``seq_len`` int64 token ids below ``vocab``; ``sequence`` ``seq_len`` steps of
-    ``features`` floats; ``tabular`` ``features`` floats. ``num_classes`` is the label count
-    (0: no labels); ``train_size`` samples make one epoch (for ``tokens``: sequences of
-    ``seq_len`` tokens).
-    """
-
-    name: str
-    channels: int
-    height: int
-    width: int
-    num_classes: int
-    train_size: int
-    kind: str = "image"
-    seq_len: int = 0
-    vocab: int = 0
-    features: int = 0
-
-    @property
-    def sample_shape(self) -> tuple[int, ...]:
-        """Shape of one sample (no batch dimension)."""
-        if self.kind == "tokens":
-            return (self.seq_len,)
-        if self.kind == "sequence":
-            return (self.seq_len, self.features)
-        if self.kind == "tabular":
-            return (self.features,)
-        return (self.channels, self.height, self.width)
-
-    @property
-    def integer_input(self) -> bool:
-        """True when samples are int64 token ids (``tokens``), else float32."""
-        return self.kind == "tokens"
-
-    @property
-    def sample_bytes(self) -> int:
-        """Bytes of one input sample as the host sends it (int64 ids or float32 values)."""
-        return math.prod(self.sample_shape) * (8 if self.integer_input else 4)
-
-
-def _tokens(name: str, seq: int, vocab: int, train_tokens: int) -> DatasetSpec:
-    """A token dataset of ``train_tokens`` tokens cut into sequences of ``seq``."""
-    return DatasetSpec(name, 0, 0, 0, 0, train_tokens // seq, "tokens", seq_len=seq, vocab=vocab)
-
-
-DATASETS: dict[str, DatasetSpec] = {
-    "imagenet": DatasetSpec("imagenet", 3, 224, 224, 1000, 1_281_167),
-    "cifar10": DatasetSpec("cifar10", 3, 32, 32, 10, 50_000),
-    "mnist": DatasetSpec("mnist", 1, 28, 28, 10, 60_000),
-    # Merity et al. 2016, Table 1: 2,088,628 training tokens, vocabulary 33,278; sequences of
-    # 35 tokens (bptt 35 of pytorch/examples word_language_model, Gavel's LM job).
-    "wikitext2": _tokens("wikitext2", 35, 33_278, 2_088_628),
-    # Merity et al. 2016, Table 1: 103,227,021 training tokens, vocabulary 267,735; 512-token
-    # sequences (a convention of this tool, BERT's maximum length).
-    "wikitext103": _tokens("wikitext103", 512, 267_735, 103_227_021),
-    # Elliott et al. 2016: 29,000 training sentence pairs; vocabulary 7,853 (German side,
-    # tokens seen >= 2 times, the pytorch-seq2seq tutorials' figure); sentences padded to 32
-    # tokens (a convention: mean length is ~12 tokens).
-    "multi30k": DatasetSpec("multi30k", 0, 0, 0, 0, 29_000, "tokens", seq_len=32, vocab=7_853),
-    # WMT16 en-de: ~4.5 M training sentence pairs, shared BPE vocabulary of ~37,000 tokens
-    # (Vaswani et al. 2017 §5.1, same training corpora as WMT14); 128-token sequences.
-    "wmt16_en_de": DatasetSpec("wmt16_en_de", 0, 0, 0, 0, 4_500_000, "tokens", seq_len=128,
-                               vocab=37_000),
-    # Harper & Konstan 2015: 20,000,263 ratings by 138,493 users of 26,744 movies; one sample
-    # is one user's rating vector over all movies (the autoencoder recommenders' input).
-    "ml20m": DatasetSpec("ml20m", 0, 0, 0, 0, 138_493, "tabular", features=26_744),
-    # Zhu et al. 2017 (CycleGAN): monet2photo, 1,193 Monet paintings and 7,038 photos at
-    # 256x256; an epoch is max(|A|, |B|) = 7,038 pairs, as CycleGAN's unaligned loader counts.
-    "monet2photo": DatasetSpec("monet2photo", 3, 256, 256, 0, 7_038),
-    # Mnih et al. 2015: 4 stacked 84x84 grey frames; Pong has 6 actions. RL has no dataset:
-    # one "epoch" is 1,000,000 environment frames (a convention of this tool).
-    "pong": DatasetSpec("pong", 4, 84, 84, 6, 1_000_000, "frames"),
-    # MNIST read as 28 steps of 28 features (TensorFlow-Examples' RNN classifiers).
-    "mnist_seq": DatasetSpec("mnist_seq", 0, 0, 0, 10, 60_000, "sequence", seq_len=28,
-                             features=28),
-}
-
-#: Parametric datasets ``KIND:key=value,...``: the keys each kind takes and their defaults.
-#: ``samples`` is the training-set size; the ``tokens`` default is WikiText-103's training
-#: tokens cut into ``seq``-token sequences (so it follows ``seq``).
-DATASET_PARAMS: dict[str, dict[str, int]] = {
-    "image": {"c": 3, "h": 224, "w": 224, "classes": 1000, "samples": 1_281_167},
-    "frames": {"c": 4, "h": 84, "w": 84, "classes": 6, "samples": 1_000_000},
-    "tokens": {"seq": 512, "vocab": 30_522, "samples": 0},
-    "sequence": {"steps": 28, "features": 28, "classes": 10, "samples": 60_000},
-    "tabular": {"features": 0, "classes": 2, "samples": 100_000},
-}
-_WIKITEXT103_TOKENS = 103_227_021
-
-
-def parse_dataset(text: str) -> tuple[str, DatasetSpec]:
-    """Resolve a dataset name or parametric string to ``(canonical name, DatasetSpec)``.
-
-    ``imagenet`` (a name in ``DATASETS``) or ``KIND:key=value,...`` with ``KIND`` in
-    ``DATASET_PARAMS`` (e.g. ``tokens:seq=512,vocab=30522``, ``sequence:steps=28,features=28``,
-    ``tabular:features=100``, ``image:c=3,h=64,w=64``). The canonical name lists, in a fixed
-    order, only the keys that differ from the kind's defaults, so equal datasets get equal keys.
-    """
-    text = text.strip().lower()
-    if text in DATASETS:
-        return text, DATASETS[text]
-    kind, sep, rest = text.partition(":")
-    kind = kind.strip().lower()
-    if kind not in DATASET_PARAMS:
-        raise InputError(
-            f"unknown dataset {text!r}; expected one of {', '.join(DATASETS)} or "
-            f"KIND:key=value,... with KIND in {', '.join(DATASET_PARAMS)}"
-        )
-    defaults = DATASET_PARAMS[kind]
-    vals = dict(defaults)
-    for item in filter(None, (s.strip() for s in rest.split(","))):
-        key, eq, value = item.partition("=")
-        key = key.strip().lower()
-        if not eq or key not in defaults:
-            raise InputError(
-                f"dataset {text!r}: bad parameter {item!r}; {kind} takes "
-                f"{', '.join(k + '=N' for k in defaults)}"
-            )
-        try:
-            v = int(value.replace("_", ""))
-        except ValueError:
-            raise InputError(f"dataset {text!r}: {key} must be an integer, got {value!r}") from None
-        if v < 0 or (v == 0 and key not in ("classes", "samples")):
-            raise InputError(f"dataset {text!r}: {key} must be > 0, got {v}")
-        vals[key] = v
-    if kind == "tabular" and vals["features"] <= 0:
-        raise InputError(f"dataset {text!r}: tabular needs features=N")
-    changed = [f"{k}={vals[k]}" for k in defaults if vals[k] != defaults[k]]
-    name = f"{kind}:{','.join(changed)}" if changed else kind
-    n = vals["samples"]
-    if kind in ("image", "frames"):
-        spec = DatasetSpec(name, vals["c"], vals["h"], vals["w"], vals["classes"],
-                           n or defaults["samples"], kind)
-    elif kind == "tokens":
-        seq = vals["seq"]
-        spec = DatasetSpec(name, 0, 0, 0, 0, n or max(1, _WIKITEXT103_TOKENS // seq), kind,
-                           seq_len=seq, vocab=vals["vocab"])
-    elif kind == "sequence":
-        spec = DatasetSpec(name, 0, 0, 0, vals["classes"], n or defaults["samples"], kind,
-                           seq_len=vals["steps"], features=vals["features"])
-    else:
-        spec = DatasetSpec(name, 0, 0, 0, vals["classes"], n or defaults["samples"], kind,
-                           features=vals["features"])
-    return name, spec
-
-
-def shape_dataset(shape: str, classes: int | None = None) -> str:
-    """The parametric dataset of a user ``--input-shape`` (``3x224x224`` -> image,
-    ``28x28`` -> sequence steps x features, ``100`` -> tabular)."""
-    try:
-        dims = [int(d) for d in shape.lower().replace(",", "x").split("x") if d.strip()]
-    except ValueError:
-        raise InputError(f"--input-shape {shape!r}: expected integers like 3x224x224") from None
-    if not dims or any(d <= 0 for d in dims) or len(dims) > 3:
-        raise InputError(f"--input-shape {shape!r}: expected 1 to 3 positive sizes, e.g. 3x224x224")
-    cls = "" if classes is None else f",classes={classes}"
-    if len(dims) == 3:
-        return parse_dataset(f"image:c={dims[0]},h={dims[1]},w={dims[2]}{cls}")[0]
-    if len(dims) == 2:
-        return parse_dataset(f"sequence:steps={dims[0]},features={dims[1]}{cls}")[0]
-    return parse_dataset(f"tabular:features={dims[0]}{cls}")[0]
 
 
 #: Optimizers: ``sgd`` is SGD with momentum 0.9 (unchanged: the seed jobs' optimizer),
@@ -570,105 +406,6 @@ def _to_float(name: str, v: Any) -> float | None:
         raise FieldError(name, f"{name} must be a number, got {v!r}") from None
 
 
-# -- queues ----------------------------------------------------------------------------------
-QUEUE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(JobSpec))
-
-
-def _assign_ids(jobs: Sequence[JobSpec]) -> list[JobSpec]:
-    width = max(3, len(str(len(jobs))))
-    out = [j if j.job_id else j.with_(job_id=f"j{i:0{width}d}") for i, j in enumerate(jobs)]
-    counts = Counter(str(j.job_id) for j in out)  # O(n): a 100k-job queue in ms (issue 18)
-    dup = sorted(i for i, c in counts.items() if c > 1)
-    if dup:
-        raise InputError(f"duplicate job_id(s) in queue: {', '.join(map(str, dup[:5]))}")
-    return out
-
-
-def read_queue(path: str | Path) -> list[JobSpec]:
-    """Read a job queue from ``.csv`` (one job a row, header = JobSpec fields) or ``.json``
-    (a list of job objects, or ``{"jobs": [...]}``). Jobs without ``job_id`` get ``j000``…"""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".json"):
-        raise InputError(f"job queue {path}: unsupported extension {suffix!r} (use .csv or .json)")
-    from gpuscope.io import read_text
-    from gpuscope.limits import check_memory
-
-    text = read_text(path, "job queue")
-    # issue 18: parsed rows and JobSpecs take ~10x the file's bytes (a 100k-job CSV: ~100 MB)
-    check_memory(f"job queue {path} ({len(text) // 2**20} MB)", 10 * len(text))
-    rows: list[dict[str, Any]]
-    if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(f"job queue {path} is not valid JSON: {e.msg} (line {e.lineno})") from None
-        if isinstance(data, dict) and "jobs" in data:
-            data = data["jobs"]
-        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-            raise InputError(f"job queue {path} must be a JSON list of job objects")
-        rows = data
-    else:
-        reader = csv.DictReader(text.splitlines())
-        if not reader.fieldnames:
-            raise InputError(f"job queue {path} is empty")
-        rows = [dict(r) for r in reader]
-    jobs = []
-    for i, r in enumerate(rows):
-        try:
-            jobs.append(JobSpec.from_dict(_relative_to(r, path.parent)))
-        except InputError as e:
-            # name the row (1-based; for CSV also the line), its job_id and the field
-            where = f"row {i + 1}" + (f" (line {i + 2})" if suffix == ".csv" else "")
-            jid = str(r.get("job_id") or "").strip()
-            field = f", field {e.field!r}" if isinstance(e, FieldError) else ""
-            raise InputError(f"job queue {path}, {where}{f' job_id {jid}' if jid else ''}"
-                             f"{field}: {e}") from None
-    if not jobs:
-        raise InputError(f"job queue {path} holds no jobs")
-    return _assign_ids(jobs)
-
-
-def _relative_to(row: dict[str, Any], base: Path) -> dict[str, Any]:
-    """A row whose relative ``module``/``graph``/``hf`` (config.json) paths that exist next to
-    the queue file point there; other spellings (relative to the working directory, package
-    modules, architectures) are kept."""
-    out = dict(row)
-    for key in ("module", "graph", "hf"):
-        v = out.get(key)
-        if not isinstance(v, str) or not v.strip():
-            continue
-        v = v.strip()
-        path, sep, rest = (v.rpartition(":") if key == "module" else (v, "", ""))
-        if key == "hf" and not path.endswith(".json"):
-            continue
-        if key == "module" and not (path.endswith(".py") or "/" in path):
-            continue
-        if not Path(path).is_absolute() and (base / path).is_file() and not Path(path).is_file():
-            out[key] = str(base / path) + sep + rest
-    return out
-
-
-def write_queue(jobs: Iterable[JobSpec], path: str | Path) -> Path:
-    """Write a queue as ``.csv`` or ``.json`` (chosen by the extension)."""
-    from gpuscope.io import atomic_write
-
-    path = Path(path)
-    jobs = _assign_ids(list(jobs))
-    if path.suffix.lower() not in (".csv", ".json"):
-        raise InputError(f"{path}: unsupported extension {path.suffix!r} (use .csv or .json)")
-    with atomic_write(path, what="job queue") as tmp:
-        if path.suffix.lower() == ".json":
-            tmp.write_text(json.dumps([j.to_dict() for j in jobs], indent=1) + "\n")
-        else:
-            with tmp.open("w", newline="") as fh:
-                w = csv.DictWriter(fh, fieldnames=list(QUEUE_COLUMNS))
-                w.writeheader()
-                for j in jobs:
-                    w.writerow({k: ("" if v is None else v) for k, v in j.to_dict().items()})
-    return path
-
-
 def table_jobs(table: int = 3, steps_per_epoch: int | None = None) -> list[JobSpec]:
     """The job matrix of seed 001 Table 3 (432 jobs) or Table 4 (128 jobs), in a fixed order."""
     if table == 3:
@@ -685,4 +422,15 @@ def table_jobs(table: int = 3, steps_per_epoch: int | None = None) -> list[JobSp
                     for bs in TABLE_BATCH_SIZES:
                         for ep in TABLE_EPOCHS:
                             jobs.append(JobSpec(m, ds, opt, bs, ep, steps_per_epoch=steps_per_epoch))
-    return _assign_ids(jobs)
+    from gpuscope.queues import assign_ids
+
+    return assign_ids(jobs)
+
+
+def __getattr__(name: str) -> object:
+    """Queue I/O moved to ``gpuscope.queues``; the old names still resolve from here."""
+    if name in ("read_queue", "write_queue", "QUEUE_COLUMNS", "_assign_ids"):
+        from gpuscope import queues
+
+        return getattr(queues, name.lstrip("_"))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

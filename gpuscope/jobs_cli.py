@@ -41,8 +41,8 @@ def _schema(a: argparse.Namespace) -> int:
 
 def _template(a: argparse.Namespace) -> int:
     from gpuscope.io import check_output
-    from gpuscope.jobs import write_queue
     from gpuscope.queue_schema import template_jobs
+    from gpuscope.queues import write_queue
 
     out = check_output(a.output, what="queue")
     if out.exists() and not a.force:
@@ -54,7 +54,7 @@ def _template(a: argparse.Namespace) -> int:
 
 
 def _check(a: argparse.Namespace) -> int:
-    from gpuscope.jobs import read_queue
+    from gpuscope.queues import read_queue
 
     jobs = read_queue(a.queue)
     for j in jobs:

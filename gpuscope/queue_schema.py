@@ -2,7 +2,7 @@
 
 A queue is a ``.csv`` file (header = field names, one job a row, empty cell = default) or a
 ``.json`` file (a list of job objects, or ``{"jobs": [...]}``). ``JobRow`` documents every
-field; ``gpuscope.jobs.read_queue`` parses rows into ``JobSpec`` (tests keep the two field lists
+field; ``gpuscope.queues.read_queue`` parses rows into ``JobSpec`` (tests keep the two field lists
 equal) and names the row and the field of any error. ``gpuscope jobs schema`` prints
 ``queue_json_schema()``; ``gpuscope jobs template`` writes ``template_jobs()``.
 """

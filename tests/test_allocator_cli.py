@@ -15,7 +15,8 @@ from gpuscope.allocator.tjng_export import build_tjng, export_tjng, jobs_meta, o
 from gpuscope.allocator.truth import load_truth, truth_steps
 from gpuscope.cli import main
 from gpuscope.errors import InputError
-from gpuscope.jobs import table_jobs, write_queue
+from gpuscope.jobs import table_jobs
+from gpuscope.queues import write_queue
 from gpuscope.tjng import read_instance, read_tjng
 
 DEVS = ("gtx1080", "rtx2070", "titanx")

@@ -344,14 +344,15 @@ def test_queue_duplicate_check_is_linear() -> None:
     import time
 
     from gpuscope.errors import InputError
-    from gpuscope.jobs import JobSpec, _assign_ids
+    from gpuscope.jobs import JobSpec
+    from gpuscope.queues import assign_ids
 
     jobs = [JobSpec("lenet", "cifar10", "sgd", 8, 1, job_id=f"j{i}") for i in range(100_000)]
     t0 = time.perf_counter()
-    assert len(_assign_ids(jobs)) == 100_000
+    assert len(assign_ids(jobs)) == 100_000
     assert time.perf_counter() - t0 < 5.0
     with pytest.raises(InputError, match="duplicate job_id"):
-        _assign_ids([*jobs, jobs[7]])
+        assign_ids([*jobs, jobs[7]])
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:

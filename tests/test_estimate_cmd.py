@@ -12,7 +12,8 @@ from gpuscope.cli import main
 from gpuscope.devices import get_device
 from gpuscope.emulator import estimate
 from gpuscope.graphs.export import export_graph
-from gpuscope.jobs import JobSpec, write_queue
+from gpuscope.jobs import JobSpec
+from gpuscope.queues import write_queue
 
 JOB = ["--model", "resnet20", "--dataset", "cifar10", "--batch-size", "32", "--epochs", "3"]
 

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec, read_queue, table_jobs, write_queue
+from gpuscope.jobs import JobSpec, table_jobs
+from gpuscope.queues import read_queue, write_queue
 
 
 def test_steps_default_is_dataset_size_over_batch() -> None:

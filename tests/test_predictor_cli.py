@@ -10,9 +10,10 @@ import torch
 
 from gpuscope.cli import main
 from gpuscope.graphs import save_encoded
-from gpuscope.jobs import table_jobs, write_queue
+from gpuscope.jobs import table_jobs
 from gpuscope.predictor.data import load_dataset
 from gpuscope.predictor.synthetic import synthetic_dataset
+from gpuscope.queues import write_queue
 from gpuscope.resources import DRIPLE_TARGETS, TARGETS
 
 TRAIN = ["--arch", "gnn", "--epochs", "2", "--steps", "2", "--hidden", "16", "--quiet"]

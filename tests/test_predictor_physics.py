@@ -192,7 +192,7 @@ def test_gavel_rows() -> None:
 def test_cli_train_and_predict_flag_full_epoch_jobs(builder: FeatureBuilder, tmp_path,
                                                     monkeypatch, capsys) -> None:
     from gpuscope.cli import main
-    from gpuscope.jobs import write_queue
+    from gpuscope.queues import write_queue
 
     monkeypatch.setenv("GPUSCOPE_CACHE", str(Path(str(builder.cache_dir)).parent))
     data = _emulated_data(builder)

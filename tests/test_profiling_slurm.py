@@ -111,3 +111,23 @@ def test_cli_backend_slurm(cluster, tmp_path):
     assert rc == 0
     with Ledger(out / "ledger.sqlite") as led:
         assert len(led) == 1 and set(led.runs()["status"]) == {"ok"}
+
+
+def test_environment_failure_cancels_the_rest(cluster, tmp_path):
+    """Every run fails at start-up with the same message: after the first 3 results the
+    campaign stops with one line, cancels the jobs still queued, and records nothing."""
+    from gpuscope.errors import InputError
+    from gpuscope.profiling.slurm_backend import run_campaign_slurm
+
+    jobs = [JobSpec("lenet", "cifar10", "sgd", b, 1, steps_per_epoch=2) for b in range(1, 9)]
+    out = tmp_path / "runs"
+    code = "import sys, time; time.sleep(0.2); sys.exit('no GPU here')"
+    opts = RunOptions(device_name="v100", period_s=0.1, timeout_s=60, use_nvml=False,
+                      command=(sys.executable, "-c", code, "{job}"))
+    with pytest.raises(InputError, match="environment failure.*no GPU here"):
+        run_campaign_slurm(jobs, out, opts, gpus=1, state_dir=cluster.root, progress=False,
+                           poll_s=0.2)
+    with Ledger(out / "ledger.sqlite") as led:
+        assert len(led) == 0
+    assert json.loads((out / "slurm" / "inflight.json").read_text()) == {}
+    assert not list((out / "traces").glob("*.parquet"))

@@ -13,8 +13,9 @@ from pydantic import ValidationError
 
 from gpuscope.cli import main
 from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec, read_queue
+from gpuscope.jobs import JobSpec
 from gpuscope.queue_schema import JobRow, queue_json_schema, template_jobs
+from gpuscope.queues import read_queue
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "queue.md"
 

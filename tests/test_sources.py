@@ -188,7 +188,7 @@ def test_bad_sources_exit_2_with_one_line(tmp_path, capsys) -> None:
 
 
 def test_source_fields_in_queue_files(tmp_path) -> None:
-    from gpuscope.jobs import read_queue
+    from gpuscope.queues import read_queue
 
     q = tmp_path / "q.csv"
     q.write_text("module,hf,dataset,optimizer,batch_size,epochs\n"

@@ -22,8 +22,9 @@ from gpuscope.allocator.experiments import (
 from gpuscope.allocator.predict import check_checkpoints, predict_queue
 from gpuscope.allocator.truth import load_truth
 from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec, read_queue
+from gpuscope.jobs import JobSpec
 from gpuscope.paths import bundled
+from gpuscope.queues import read_queue
 
 #: Queue names accepted instead of a file: seed 001's workloads.
 NAMED_QUEUES: dict[str, str] = {

@@ -138,7 +138,7 @@ def _json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _run(a: argparse.Namespace) -> int:
-    from gpuscope.jobs import read_queue
+    from gpuscope.queues import read_queue
 
     devices = _devices(a.devices, a.catalog)  # an unknown device fails before any work
     if a.jobs:

@@ -259,8 +259,8 @@ def _evaluate_gnn(a: argparse.Namespace) -> int:
 
 
 def _predict(a: argparse.Namespace) -> int:
-    from gpuscope.jobs import read_queue
     from gpuscope.predictor.predict import load_predictor
+    from gpuscope.queues import read_queue
 
     check_output(a.output, [a.jobs, a.model, a.graphs], what="predictions")
     if a.graphs is not None:  # a typo or a corrupt file fails here, whatever the checkpoint

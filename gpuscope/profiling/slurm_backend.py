@@ -18,7 +18,10 @@ Ray backends. Nothing is lost when something dies:
   running and ingest results that arrived meanwhile, instead of submitting them again;
 * a job (cancelled, node failure, killed worker): no result appears, the run is counted
   ``lost`` and stays pending for the next ``profile run``. A run that fails or times out inside
-  the worker is a recorded result (``error``/``timeout``), as with the other backends.
+  the worker is a recorded result (``error``/``timeout``), as with the other backends;
+* the environment: when the first results all failed alike at start-up
+  (``gpuscope.profiling.campaign.StartupCheck``, the same rule as the other backends), the
+  campaign cancels its other Slurm jobs, records nothing and stops with one line.
 """
 
 from __future__ import annotations
@@ -38,9 +41,10 @@ from typing import Any
 
 from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
+from gpuscope.profiling.campaign import StartupCheck
 from gpuscope.profiling.ledger import Ledger
 from gpuscope.profiling.runner import RunOptions, run_job
-from gpuscope.profiling.trace import read_trace
+from gpuscope.profiling.trace import TraceMeta, read_trace
 
 #: Slurm job states after which no result will come.
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
@@ -145,7 +149,14 @@ def run_campaign_slurm(
                              "(GRES gpu:TYPE); give --slurm-partition or another --device-name")
         partition = ",".join(parts)
     counts: Counter[str] = Counter()
-    with Ledger(out / "ledger.sqlite") as ledger:
+    check = StartupCheck(len(jobs))
+    waiting: dict[str, str] = {}
+    with Ledger(out / "ledger.sqlite", device=opts.device_name, provenance="measured") as ledger:
+
+        def record(done: list[tuple[TraceMeta, Path]]) -> None:
+            for meta, trace in done:
+                ledger.record(meta, trace)
+                counts[meta.status] += 1
 
         def ingest(key: str) -> bool:
             res = spool / "results" / f"{key}.parquet"
@@ -154,13 +165,15 @@ def run_campaign_slurm(
             _, meta = read_trace(res)
             trace = out / "traces" / f"{key}.parquet"
             os.replace(res, trace)  # same folder tree: atomic, then the ledger row
-            ledger.record(meta, trace)
-            counts[meta.status] += 1
+            try:
+                record(check.add(meta, trace))
+            except InputError:  # environment failure: the other runs would fail alike
+                _cancel(key, waiting, inflight, inflight_file, env)
+                raise
             return True
 
         todo = [k for k in by_key if not ingest(k)]
         live = _states([inflight[k] for k in todo if k in inflight], env)
-        waiting: dict[str, str] = {}
         for k in todo:
             sid = inflight.get(k)
             if sid is not None and live.get(sid, "FINAL") not in FINAL:
@@ -180,6 +193,7 @@ def run_campaign_slurm(
             waiting[k] = inflight[k] = r.stdout.strip().split(";")[0]
             _atomic_json(inflight, inflight_file)
         if not wait:
+            record(check.rest())
             return counts
         unknown_since: dict[str, float] = {}
         bar = tqdm(total=len(waiting), desc="profile (slurm)", unit="run", disable=not progress)
@@ -208,7 +222,20 @@ def run_campaign_slurm(
             if waiting:
                 time.sleep(poll_s)
         bar.close()
+        record(check.rest())
     return counts
+
+
+def _cancel(key: str, waiting: dict[str, str], inflight: dict[str, str], inflight_file: Path,
+            env: Mapping[str, str]) -> None:
+    """Cancel the campaign's other Slurm jobs (an environment failure: they would fail alike)
+    and forget them, so a rerun in a fixed environment submits them afresh."""
+    ids = [sid for k, sid in waiting.items() if k != key]
+    if ids:
+        subprocess.run(["scancel", *ids], env=dict(env), capture_output=True, timeout=60)
+    waiting.clear()
+    inflight.clear()
+    _atomic_json(inflight, inflight_file)
 
 
 def _worker(argv: list[str] | None = None) -> int:

@@ -140,7 +140,7 @@ def _submit(args: argparse.Namespace) -> int:
     time_scale(args.time_scale)
     jobs = None
     if args.jobs:
-        from gpuscope.jobs import read_queue
+        from gpuscope.queues import read_queue
 
         jobs = {str(j.job_id): j for j in read_queue(args.jobs)}
     sub, meta = submit(args.plan, args.out, cluster=args.cluster, state_dir=args.state_dir,

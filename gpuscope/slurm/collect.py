@@ -188,9 +188,33 @@ def expand_hostlist(hostlist: str, env: Mapping[str, str] | None = None) -> list
         return []
     if "[" not in hostlist:
         return [h for h in hostlist.split(",") if h]
-    r = subprocess.run(["scontrol", "show", "hostnames", hostlist], env=dict(env) if env else None,
-                       capture_output=True, text=True, timeout=30)
-    return r.stdout.split() if r.returncode == 0 else [hostlist]
+    try:
+        r = subprocess.run(["scontrol", "show", "hostnames", hostlist],
+                           env=dict(env) if env else None, capture_output=True, text=True,
+                           timeout=30)
+    except (OSError, subprocess.SubprocessError):  # no scontrol here: expand it ourselves
+        return _expand_brackets(hostlist)
+    return r.stdout.split() if r.returncode == 0 else _expand_brackets(hostlist)
+
+
+_HOSTS = re.compile(r"([^,\[]+)(?:\[([^\]]*)\])?([^,]*)")
+
+
+def _expand_brackets(hostlist: str) -> list[str]:
+    """``a100-[1-2,4],v100-1`` -> ``a100-1 a100-2 a100-4 v100-1`` (one bracket per name, the
+    common form; zero padding kept: ``n[08-10]`` -> ``n08 n09 n10``)."""
+    out: list[str] = []
+    for m in _HOSTS.finditer(hostlist):
+        pre, ranges, post = m.group(1).lstrip(","), m.group(2), m.group(3)
+        if ranges is None:
+            out.append(pre + post)
+            continue
+        for part in ranges.split(","):
+            lo, _, hi = part.partition("-")
+            if not lo.isdigit() or (hi and not hi.isdigit()):
+                return [hostlist]
+            out += [f"{pre}{i:0{len(lo)}d}{post}" for i in range(int(lo), int(hi or lo) + 1)]
+    return out
 
 
 def _first(log: Mapping[str, str]) -> float:
