@@ -13,6 +13,25 @@ output reads its whole input with one thread per element (a tree reduction), an 
 update touches parameters, gradients and state; a GEMM's tiles cover its operands. A scalar
 loss therefore costs microseconds, and a reduction's time grows with its input.
 
+**Recurrent layers** (``gpuscope.graphs.recurrent``: one ``gpuscope.<cell>_recurrence`` node
+per layer and direction, and one ``..._backward`` for backward-data) are sequential kernels,
+as cuDNN runs them: T timesteps, each a GEMM ``(B x H) @ (H x G*H)`` and one fused
+element-wise kernel, each timestep waiting for the previous one. With the node's totals
+``f`` (FLOPs), ``b`` (bytes) over T steps, per timestep ``f/T``, ``b/T`` and the parallelism
+of one step, ``w = B * G * H`` gate elements (B batch, G gates: LSTM 4, GRU 3, RNN 1; H
+hidden)::
+
+    t_rnn = T * (max(f/T / (peak * eff * eff_arch * fill(w)), b/T / (bw * ...  * fill(w)))
+                 + RNN_KERNELS_PER_STEP * launch)
+          = max(f / (... fill(w)), b / (... fill(w))) + T * RNN_KERNELS_PER_STEP * launch
+
+so a small batch fills a small part of the GPU for every step (``fill(w)`` with the per-step
+``w``, not the T-fold total), and ``RNN_KERNELS_PER_STEP * launch`` is the per-timestep
+latency floor. The input projection of all timesteps and the weight gradient are ordinary,
+fully parallel GEMMs (``aten.addmm``/``aten.mm`` nodes). Host: the node is one PyTorch op
+(one ``dispatch_us``); cuDNN's own per-timestep launches cost the host about what they cost
+the GPU (``launch``) and overlap with it, so they are not charged twice.
+
 ``peak_i`` by precision (``JobSpec.precision``; ``fp32`` when the job has none):
 
 * ``fp32``: FP32 peak; convolutions use the TF32 tensor cores on Ampere and later (cuDNN's
@@ -50,6 +69,7 @@ from gpuscope.emulator.memory import (
     saved_bytes,
 )
 from gpuscope.emulator.params import EmulatorParams, default_params
+from gpuscope.graphs.aten_ops import recurrent_shape
 from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
 from gpuscope.jobs import DatasetSpec
 
@@ -59,6 +79,9 @@ _NO_KERNEL_CLASSES = frozenset({"constant", "control"})
 _TF32_ARCHS = frozenset({"ampere", "ada", "hopper"})
 _VIEW_OPS = VIEW_OPS  # kept for importers of the old name
 _op_base = op_base
+#: Kernels per timestep of a recurrent layer: cuDNN's recurrent GEMM and its fused element-wise
+#: kernel (forward: gates; backward-data: gate gradients), each at least one ``launch_us``.
+RNN_KERNELS_PER_STEP: int = 2
 
 
 class EmulatedJob(Protocol):
@@ -105,7 +128,9 @@ class GraphCost:
     """Device-independent arrays of one OpGraph's kernels (built once, reused per device).
 
     ``work``: elements each kernel touches (its parallelism); ``scalar``: kernels with a
-    scalar (<= 1 element) output; ``activation_bytes``: saved-for-backward bytes."""
+    scalar (<= 1 element) output; ``activation_bytes``: saved-for-backward bytes;
+    ``steps``: sequential timesteps of a recurrent kernel (0 for every other kernel), whose
+    ``work`` is then the parallel elements of one timestep (module docstring)."""
 
     flops: np.ndarray
     bytes: np.ndarray
@@ -126,6 +151,7 @@ class GraphCost:
     optimizer: np.ndarray | None = None
     scalar: np.ndarray | None = None
     half_traced: bool = False
+    steps: np.ndarray | None = None
 
     @classmethod
     def from_graph(cls, graph: OpGraph, batch_size: int | None = None) -> GraphCost:
@@ -145,6 +171,12 @@ class GraphCost:
         numel = np.array([max(1, n.numel) for n in kern], dtype=np.float64)
         dtb = np.array([max(1, n.dtype_bytes) for n in kern], dtype=np.float64)
         bs = batch_size or int(graph.meta.get("batch_size") or 1)
+        work = np.maximum(numel, byts / dtb)
+        steps = np.zeros(len(kern), dtype=np.float64)
+        for j, n in enumerate(kern):
+            rec = recurrent_shape(n.op, n.shape)
+            if rec is not None:
+                steps[j], work[j] = float(rec[0]), float(rec[1])
         return cls(
             flops=flops, bytes=byts, numel=numel,
             cls=np.array([_CLASS_INDEX.get(n.op_class, _CLASS_INDEX["other"]) for n in kern]),
@@ -157,7 +189,7 @@ class GraphCost:
             n_conv_forward=sum(1 for n in kern if n.op_class == "conv" and n.phase == "forward"),
             param_bytes=param_bytes(graph), activation_bytes=saved_bytes(graph),
             batch_size=bs,
-            work=np.maximum(numel, byts / dtb),
+            work=work, steps=steps if bool((steps > 0).any()) else None,
             is_mm=np.array([n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
             optimizer=np.array([n.phase == "optimizer" for n in kern], dtype=bool),
             scalar=np.array([n.numel <= 1 for n in kern], dtype=bool),
@@ -230,7 +262,8 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
         byts = np.where(cost.optimizer, byts, 0.5 * byts)  # half-precision activations
     t_flop = cost.flops / (rate * arch * fill)
     t_mem = byts / (device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill)
-    return np.maximum(t_flop, t_mem) + params.launch_us * 1e-6, t_mem
+    launches = 1.0 if cost.steps is None else np.where(cost.steps > 0, cost.steps * RNN_KERNELS_PER_STEP, 1.0)
+    return np.maximum(t_flop, t_mem) + params.launch_us * 1e-6 * launches, t_mem
 
 
 def gpu_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,

@@ -90,9 +90,62 @@ _PER_ELEMENT: dict[str, float] = {
 }
 
 
+#: Namespaces of traced ops: PyTorch's and gpuscope's fused recurrent layers (``recurrent``).
+TRACED_NAMESPACES: frozenset[str] = frozenset({"aten", "gpuscope"})
+#: Gates per recurrent cell (``gpuscope.graphs.recurrent``).
+GATES: dict[str, int] = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+#: Element-wise FLOPs of a recurrence per step, sample and hidden unit, (forward,
+#: backward-data), at this module's per-element constants (sigmoid/tanh 4, add/mul 1).
+#: LSTM forward: 2 adds per gate (8), 3 sigmoids + 2 tanh (20), c and h updates (4);
+#: GRU forward: adds (5), r * hn (1), 2 sigmoids + tanh (12), h update (4); RNN: 2 adds +
+#: tanh (relu 1). Backward: the derivative of each activation (3) and the chain products.
+RNN_POINTWISE: dict[str, tuple[float, float]] = {
+    "lstm": (32.0, 23.0), "gru": (23.0, 20.0), "rnn_tanh": (6.0, 3.0), "rnn_relu": (3.0, 2.0),
+}
+#: Width, in units of the hidden size, of a fused recurrence's packed time-major output
+#: ``(T, B, K*H)``: ``h`` and what backward needs (``gpuscope.graphs.recurrent``).
+RNN_PACKED: dict[str, int] = {"lstm": 7, "gru": 5, "rnn_tanh": 1, "rnn_relu": 1}
+#: Sequential recurrent kernels (``gpuscope.graphs.recurrent``): GEMM-bound, class ``matmul``.
+RECURRENT_NAMES: frozenset[str] = frozenset(
+    f"{c}_recurrence{s}" for c in GATES for s in ("", "_backward"))
+for _n in RECURRENT_NAMES:
+    _CLASS_BY_NAME[_n] = "matmul"
+
+
+def recurrent_cell(name: str) -> str | None:
+    """The cell of a recurrent op base name (``lstm_recurrence_backward`` -> ``lstm``)."""
+    if name not in RECURRENT_NAMES:
+        return None
+    return name.removesuffix("_backward").removesuffix("_recurrence")
+
+
+def recurrent_shape(op: str, shape: Sequence[int]) -> tuple[int, int] | None:
+    """(timesteps, parallel elements per timestep ``B * G * H``) of a fused recurrence node
+    from its op and first output's shape (forward ``(T, B, K*H)``, backward ``(T, B, G*H)``);
+    None for every other op."""
+    name = base_name(op)
+    cell = recurrent_cell(name)
+    if cell is None or len(shape) != 3:
+        return None
+    T, B, W = (int(s) for s in shape)
+    if name.endswith("_backward"):
+        return T, B * W
+    return T, B * GATES[cell] * (W // RNN_PACKED[cell])
+
+
+def recurrent_flops(cell: str, steps: int, batch: int, hidden: int,
+                    backward: bool = False) -> tuple[float, float]:
+    """(GEMM, element-wise) FLOPs of one recurrence over ``steps`` timesteps: the GEMM
+    ``h W_hh^T`` (forward) or ``dgates W_hh`` (backward data) is ``2 B H (G H)`` per step."""
+    gemm = 2.0 * steps * batch * hidden * GATES[cell] * hidden
+    return gemm, RNN_POINTWISE[cell][int(backward)] * steps * batch * hidden
+
+
 def base_name(op: str) -> str:
-    """``aten._foreach_mul_.Scalar`` → ``mul``; ``aten.add_.Tensor`` → ``add``."""
-    name = op.split(".")[1] if op.startswith("aten.") and op.count(".") >= 1 else op
+    """``aten._foreach_mul_.Scalar`` → ``mul``; ``aten.add_.Tensor`` → ``add``;
+    ``gpuscope.lstm_recurrence.default`` → ``lstm_recurrence``."""
+    name = (op.split(".")[1] if op.split(".")[0] in TRACED_NAMESPACES and op.count(".") >= 1
+            else op)
     if name.startswith("_foreach_"):
         name = name[len("_foreach_"):]
     if name.endswith("_") and not name.endswith("__"):
@@ -147,6 +200,19 @@ def matmul_flops(a_shape: Sequence[int], b_shape: Sequence[int]) -> float:
     return 2.0 * batch * m * k * n
 
 
+def _recurrent_flops(name: str, out_shape: Sequence[int],
+                     t: Sequence[Sequence[int]]) -> float | None:
+    """GEMM + element-wise FLOPs of a fused recurrence (``recurrent.recurrent_flops``): the
+    forward's output is ``(T, B, K*H)`` and its ``h0`` (second tensor) ``(B, H)``; the
+    backward's first output is ``(T, B, G*H)``."""
+    cell = recurrent_cell(name)
+    if cell is None or len(out_shape) != 3 or len(t) < 2 or not t[1]:
+        return None
+    hidden = int(t[1][-1])
+    return sum(recurrent_flops(cell, int(out_shape[0]), int(out_shape[1]), hidden,
+                               name.endswith("_backward")))
+
+
 def estimate_flops(op: str, in_shapes: list[tuple[int, ...]], args_meta: dict,
                    out_numel: int, in_numel: int, klass: str) -> float | None:
     """FLOPs of one aten op from its input/output shapes (see module docstring).
@@ -156,6 +222,8 @@ def estimate_flops(op: str, in_shapes: list[tuple[int, ...]], args_meta: dict,
     """
     name = base_name(op)
     t = args_meta.get("tensor_args", in_shapes)
+    if name in RECURRENT_NAMES:
+        return _recurrent_flops(name, args_meta.get("out_shape", ()), t)
     if name == "convolution" and len(t) >= 2:
         return conv_flops(t[0], t[1], args_meta.get("out_shape", ()), args_meta.get("transposed", False))
     if name == "convolution_backward" and len(t) >= 3:

@@ -14,6 +14,9 @@ ResNet-50 step traces in about a second) under a ``TorchDispatchMode`` that sees
 * phase: ``optimizer`` inside ``optimizer.step`` (step pre/post hooks), ``backward`` when the
   autograd engine is running a node (``torch._C._current_autograd_node()``), else ``forward``;
 * aliases (``detach``, ``lift_fresh``) and ``.item()`` make no node; profiler ops are skipped;
+* recurrent layers (``nn.LSTM``/``GRU``/``RNN``) are traced as cuDNN runs them, one
+  sequential ``gpuscope.<cell>_recurrence`` node per layer and direction
+  (``gpuscope.graphs.recurrent``), not ~10 aten ops per timestep;
 * a foreach op over N tensors (``_foreach_mul_``) is ONE node whose ``numel`` and ``shape`` are
   the total over its tensor list (``shape == (total numel,)``), its FLOPs likewise.
 
@@ -31,7 +34,14 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from gpuscope.graphs.aten_ops import ALIAS_OPS, base_name, estimate_flops, is_foreach, op_class
+from gpuscope.graphs.aten_ops import (
+    ALIAS_OPS,
+    TRACED_NAMESPACES,
+    base_name,
+    estimate_flops,
+    is_foreach,
+    op_class,
+)
 from gpuscope.graphs.opgraph import OpGraph, OpNode
 
 #: Copies AccumulateGrad makes on the meta device only (on a GPU it steals the gradient
@@ -124,7 +134,7 @@ class _Recorder(TorchDispatchMode):
                            kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if func.namespace != "aten":
+        if func.namespace not in TRACED_NAMESPACES:
             return out
         opname = func._opname
         ins = _tensors((args, kwargs))
@@ -248,8 +258,10 @@ def trace_train_step(train_step: Callable[[Any], Any], batch: Any, modules: Any,
         optimizers: the optimizers ``train_step`` steps (their steps are the optimizer phase).
         warmup: run one untraced step first so the optimizer state exists (steady state).
     """
+    from gpuscope.graphs.recurrent import fused_recurrent_layers
+
     optimizers = list(optimizers)
-    with _ForeachDefault(optimizers):
+    with _ForeachDefault(optimizers), fused_recurrent_layers(modules):
         if warmup:
             train_step(batch)
         rec = _Recorder(_name_tensors(modules, optimizers, batch))
