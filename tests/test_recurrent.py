@@ -4,6 +4,8 @@ autograd, FLOPs against PyTorch's counter, and the emulator's sequential kernel 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from torch import nn
@@ -159,3 +161,25 @@ def test_recurrent_cell_names() -> None:
     assert recurrent_cell("gru_recurrence_backward") == "gru"
     assert recurrent_cell("rnn_tanh_recurrence") == "rnn_tanh"
     assert recurrent_cell("mm") is None
+
+
+@pytest.mark.parametrize("cls", [nn.LSTMCell, nn.GRUCell, nn.RNNCell])
+def test_fused_cells_equal_pytorch(cls: type[nn.RNNCellBase]) -> None:
+    torch.manual_seed(2)
+    m = cls(5, 6).double()
+    x = torch.randn(3, 5, dtype=torch.double, requires_grad=True)
+
+    def unroll() -> torch.Tensor:
+        h: Any = None
+        total = x.new_zeros(())
+        for t in range(4):
+            h = m(x * (t + 1), h)
+            total = total + ((h[0] if isinstance(h, tuple) else h) ** 2).sum()
+        return total
+
+    ref = torch.autograd.grad(unroll(), [x, *m.parameters()])
+    with fused_recurrent_layers(m) as n:
+        got = torch.autograd.grad(unroll(), [x, *m.parameters()])
+    assert n == 1
+    for a, b in zip(ref, got):
+        torch.testing.assert_close(a, b)

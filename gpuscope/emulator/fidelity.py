@@ -64,7 +64,8 @@ def gavel_cost(model: str, batch: int) -> GraphCost:
     from gpuscope.workloads.models_gavel import gavel_step
 
     gs = gavel_step(model, batch)
-    g = trace_train_step(gs.step, gs.batch, gs.modules, gs.optimizers, name=f"gavel-{model}-b{batch}")
+    g = trace_train_step(gs.step, gs.batch, gs.modules, gs.optimizers, name=f"gavel-{model}-b{batch}",
+                         meta=gs.meta)
     return GraphCost.from_graph(g, batch)
 
 

@@ -69,6 +69,9 @@ class EmulatorParams:
         launch_us: GPU-side gap per kernel (launch latency), microseconds.
         dispatch_us: host-side framework cost per kernel on a reference core, microseconds
             (PyTorch eager dispatch); the main thread must issue every kernel.
+        host_gbs: streaming memory bandwidth of one reference host core, GB/s (a host-side
+            optimizer, ``perf.host_serial_times``); assumed from one-thread STREAM figures of
+            2014-2016 desktop/server cores (10-15 GB/s), not fitted.
         step_sync_ms: serial host latency per step on a reference core, ms: the training
             loop synchronises every step (``loss.item()``, the loader's batch hand-off), so
             the GPU waits this long before the next step's first kernel (fitted).
@@ -106,6 +109,7 @@ class EmulatorParams:
     cpu_ms_per_sample: dict[str, float] = field(default_factory=_default_cpu_ms)
     cpu_ms_per_kind: dict[str, float] = field(default_factory=_default_cpu_ms_kind)
     cpu_ms_default: float = 0.05
+    host_gbs: float = 10.0
     amp_act_factor: float = 0.6
     h2d_eff: float = 0.7
     startup_s: float = 6.0

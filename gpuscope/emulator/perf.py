@@ -27,8 +27,11 @@ hidden)::
 
 so a small batch fills a small part of the GPU for every step (``fill(w)`` with the per-step
 ``w``, not the T-fold total), and ``RNN_KERNELS_PER_STEP * launch`` is the per-timestep
-latency floor. The input projection of all timesteps and the weight gradient are ordinary,
-fully parallel GEMMs (``aten.addmm``/``aten.mm`` nodes). Host: the node is one PyTorch op
+latency floor. The memory side uses the elements one step moves, ``b / (T * dtype)``, as
+every other kernel's does (the weights are read by many threads at once). A one-step
+recurrence (an ``nn.LSTMCell`` call) has no chain: its GEMM's parallelism is that of any GEMM
+(the elements it touches). The input projection of all timesteps and the weight gradient
+are ordinary, fully parallel GEMMs (``aten.addmm``/``aten.mm`` nodes). Host: the node is one PyTorch op
 (one ``dispatch_us``); cuDNN's own per-timestep launches cost the host about what they cost
 the GPU (``launch``) and overlap with it, so they are not charged twice.
 
@@ -44,8 +47,10 @@ the GPU (``launch``) and overlap with it, so they are not charged twice.
 Host, in parallel: the main thread dispatches every op (``dispatch_us`` per op on a reference
 core) and synchronises once per step (``step_sync_ms``); the input pipeline prepares the next
 batch (``cpu_ms_per_sample * batch / (cores * speed)``). One iteration lasts
-``max(max(t_gpu, t_dispatch) + t_sync, t_pipeline)``; NVML's utilization.gpu is the busy
-fraction ``t_gpu / t_iter``, utilization.memory the memory-busy fraction. Execution time =
+``max(max(t_gpu, t_dispatch) + t_sync + t_serial, workers * t_gpu, t_pipeline)``:
+``t_serial`` is host work the device waits for and ``workers`` the processes sharing the GPU
+(``hostwork``: an RL job's environment steps, a host-side optimizer, Hogwild workers; 0 and 1
+for supervised jobs). NVML's utilization.gpu is the busy fraction ``t_gpu / t_iter``, utilization.memory the memory-busy fraction. Execution time =
 start-up (CUDA context, cuDNN autotuning, weights upload) + epochs x (steps x t_iter +
 evaluation + checkpoint) + expected input-pipeline stalls.
 """
@@ -53,12 +58,13 @@ evaluation + checkpoint) + expected input-pipeline stalls.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
 
 from gpuscope.devices import DeviceSpec
+from gpuscope.emulator.hostwork import cpu_ms_per_sample, host_serial_times, input_bytes_per_sample
 from gpuscope.emulator.memory import (
     OPTIMIZER_COPIES,
     VIEW_OPS,
@@ -130,7 +136,10 @@ class GraphCost:
     ``work``: elements each kernel touches (its parallelism); ``scalar``: kernels with a
     scalar (<= 1 element) output; ``activation_bytes``: saved-for-backward bytes;
     ``steps``: sequential timesteps of a recurrent kernel (0 for every other kernel), whose
-    ``work`` is then the parallel elements of one timestep (module docstring)."""
+    ``work`` is then the parallel elements of one timestep (module docstring) and
+    ``work_mem`` the elements one timestep moves;
+    ``env_steps``/``host_optimizer``: the graph's host-side work (``host_serial_times``);
+    ``workers``: processes running the same step on the one GPU (Gavel's A3C: 4)."""
 
     flops: np.ndarray
     bytes: np.ndarray
@@ -152,6 +161,10 @@ class GraphCost:
     scalar: np.ndarray | None = None
     half_traced: bool = False
     steps: np.ndarray | None = None
+    work_mem: np.ndarray | None = None
+    env_steps: int = 0
+    host_optimizer: bool = False
+    workers: int = 1
 
     @classmethod
     def from_graph(cls, graph: OpGraph, batch_size: int | None = None) -> GraphCost:
@@ -172,11 +185,14 @@ class GraphCost:
         dtb = np.array([max(1, n.dtype_bytes) for n in kern], dtype=np.float64)
         bs = batch_size or int(graph.meta.get("batch_size") or 1)
         work = np.maximum(numel, byts / dtb)
+        work_mem = work.copy()
         steps = np.zeros(len(kern), dtype=np.float64)
         for j, n in enumerate(kern):
             rec = recurrent_shape(n.op, n.shape)
             if rec is not None:
-                steps[j], work[j] = float(rec[0]), float(rec[1])
+                steps[j], work_mem[j] = float(rec[0]), work[j] / rec[0]
+                if rec[0] > 1:  # one step's gates; a single step is an ordinary GEMM
+                    work[j] = float(rec[1])
         return cls(
             flops=flops, bytes=byts, numel=numel,
             cls=np.array([_CLASS_INDEX.get(n.op_class, _CLASS_INDEX["other"]) for n in kern]),
@@ -190,6 +206,10 @@ class GraphCost:
             param_bytes=param_bytes(graph), activation_bytes=saved_bytes(graph),
             batch_size=bs,
             work=work, steps=steps if bool((steps > 0).any()) else None,
+            work_mem=work_mem if bool((steps > 0).any()) else None,
+            env_steps=int(graph.meta.get("env_steps", 0) or 0),
+            host_optimizer=bool(graph.meta.get("host_optimizer", False)),
+            workers=max(1, int(graph.meta.get("workers", 1) or 1)),
             is_mm=np.array([n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
             optimizer=np.array([n.phase == "optimizer" for n in kern], dtype=bool),
             scalar=np.array([n.numel <= 1 for n in kern], dtype=bool),
@@ -261,6 +281,8 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     if precision.startswith("amp") and cost.optimizer is not None and not cost.half_traced:
         byts = np.where(cost.optimizer, byts, 0.5 * byts)  # half-precision activations
     t_flop = cost.flops / (rate * arch * fill)
+    if cost.work_mem is not None:  # a recurrence streams one step's bytes at a time
+        fill = cost.work_mem / (cost.work_mem + device.sm_count * params.fill_threads_per_sm)
     t_mem = byts / (device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill)
     launches = 1.0 if cost.steps is None else np.where(cost.steps > 0, cost.steps * RNN_KERNELS_PER_STEP, 1.0)
     return np.maximum(t_flop, t_mem) + params.launch_us * 1e-6 * launches, t_mem
@@ -283,24 +305,6 @@ def scalar_fraction(cost: GraphCost, device: DeviceSpec, params: EmulatorParams 
     return float(t_op[cost.scalar].sum() / t_op.sum())
 
 
-def input_bytes_per_sample(job: EmulatedJob) -> float:
-    """Bytes of one input sample copied to the device (FP32 elements of the sample shape)."""
-    spec = job.dataset_spec
-    if hasattr(spec, "sample_bytes"):
-        return float(spec.sample_bytes)
-    shape = tuple(getattr(spec, "sample_shape", ()) or ())
-    return 4.0 * float(np.prod(shape)) if shape else 4.0
-
-
-def cpu_ms_per_sample(job: EmulatedJob, params: EmulatorParams) -> float:
-    """Input-pipeline cost of one sample (reference-core ms): by dataset name, else by the
-    dataset's kind (``params.cpu_ms_per_kind``), else ``params.cpu_ms_default``."""
-    if job.dataset in params.cpu_ms_per_sample:
-        return params.cpu_ms_per_sample[job.dataset]
-    kind = str(getattr(job.dataset_spec, "kind", "") or "")
-    return params.cpu_ms_per_kind.get(kind, params.cpu_ms_default)
-
-
 def estimate(
     job: EmulatedJob, graph: OpGraph | GraphCost, device: DeviceSpec,
     params: EmulatorParams | None = None,
@@ -312,19 +316,32 @@ def estimate(
     # a graph traced under autocast already holds half-precision activations and weight casts
     mem = footprint_from_sizes(cost.param_bytes, cost.activation_bytes, job.optimizer, device, p,
                                "fp32" if cost.half_traced else prec)
+    if cost.workers > 1:  # one process per worker: each its own context, model and state
+        w = float(cost.workers)
+        mem = replace(mem, **{f: getattr(mem, f) * w for f in (
+            "context_mb", "weights_mb", "grads_mb", "optimizer_mb", "activations_mb", "workspace_mb")})
     speed = device.host_single_core
     t_gpu, t_fwd, t_mem = gpu_times(cost, device, p, prec)
+    t_opt_gpu = 0.0
+    if cost.host_optimizer and cost.optimizer is not None:  # it runs on the host instead
+        t_opt_gpu = float(kernel_times(cost, device, p, prec)[0][cost.optimizer].sum())
+        t_gpu -= t_opt_gpu
+    t_env, t_update = host_serial_times(cost, job, device, p)
     t_h2d = job.batch_size * input_bytes_per_sample(job) / (device.pcie_gbs * 1e9 * p.h2d_eff)
     t_gpu += t_h2d
     t_dispatch = cost.n_dispatch * p.dispatch_us * 1e-6 / speed
     cores = device.host_pipeline_cores
-    cpu_per_iter = job.batch_size * cpu_ms_per_sample(job, p) * 1e-3 / speed
+    # an RL job's environment is its input pipeline, stepped in line with the device
+    cpu_per_iter = 0.0 if cost.env_steps else job.batch_size * cpu_ms_per_sample(job, p) * 1e-3 / speed
     t_pipe = cpu_per_iter / cores
     t_sync = p.step_sync_ms * 1e-3 / speed
-    iter_s = max(max(t_gpu, t_dispatch) + t_sync, t_pipe)
+    t_serial = t_env + t_update
+    # worker processes share the GPU (time-sliced contexts): their kernels add up
+    t_gpu_all = cost.workers * t_gpu
+    iter_s = max(max(t_gpu, t_dispatch) + t_sync + t_serial, t_gpu_all, t_pipe)
     bottleneck = ("gpu", "dispatch", "input")[int(np.argmax([t_gpu, t_dispatch, t_pipe]))]
     # CPU: pipeline workers + the dispatching main thread, over all hardware threads.
-    busy_cores = (cpu_per_iter + t_dispatch + t_sync) / iter_s
+    busy_cores = (cpu_per_iter + t_dispatch + t_sync + t_serial) / iter_s
     cpu_util = min(1.0, busy_cores / device.host_threads)
 
     n_conv = cost.n_conv_forward
@@ -344,7 +361,8 @@ def estimate(
     return Estimate(
         device=device.name, status=status, t_gpu_s=t_gpu, t_gpu_fwd_s=t_fwd, t_mem_s=t_mem,
         t_dispatch_s=t_dispatch, t_pipeline_s=t_pipe, iter_s=iter_s,
-        gpu_util=min(1.0, t_gpu / iter_s), gpu_mem_util=min(1.0, t_mem / iter_s),
+        gpu_util=min(1.0, t_gpu_all / iter_s),
+        gpu_mem_util=min(1.0, cost.workers * t_mem / iter_s),
         cpu_util=cpu_util, mem_mb=mem.total_mb, memory=mem, startup_s=startup, eval_s=eval_s,
         ckpt_s=ckpt_s, stall_s=stall if status == "ok" else 0.0, exec_time_s=exec_s,
         bottleneck=bottleneck, batch_size=job.batch_size,

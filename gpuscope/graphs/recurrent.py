@@ -29,7 +29,9 @@ GRU 3, RNN 1) costs ``2 T B H (G H)`` in its GEMMs, forward and backward-data al
 add/mul 1, the ``aten_ops`` constants). With the input projection (``2 T B I G H``, and twice that in
 backward) a layer totals ``2 T B (I + H) G H`` forward and about twice that backward.
 
-Multi-layer dropout, bidirectional layers, ``batch_first``, unbatched inputs and a given
+Cells (``nn.LSTMCell``/``GRUCell``/``RNNCell``, one call per timestep, e.g. A3C's) become the
+input GEMM and a one-step recurrence node, as CUDA runs them (``_thnn_fused_lstm_cell``: two
+GEMMs and one fused element-wise kernel). Multi-layer dropout, bidirectional layers, ``batch_first``, unbatched inputs and a given
 ``hx`` are supported; packed sequences and LSTMs with ``proj_size`` keep PyTorch's own forward.
 The ops have real CPU kernels (tested equal to ``nn.LSTM``/``GRU``/``RNN``), so a trace that
 falls back to the CPU still works.
@@ -58,7 +60,8 @@ PACKED: dict[str, int] = RNN_PACKED
 _MODE_CELL = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}
 #: op base names of the sequential kernels (forward and backward-data).
 RECURRENT_OPS: frozenset[str] = RECURRENT_NAMES
-__all__ = ["GATES", "PACKED", "RECURRENT_OPS", "fused_forward", "fused_recurrent_layers",
+__all__ = ["GATES", "PACKED", "RECURRENT_OPS", "fused_cell_forward", "fused_forward",
+           "fused_recurrent_layers",
            "recurrent_cell", "recurrent_flops", "supported"]
 
 
@@ -274,13 +277,61 @@ def fused_forward(mod: nn.RNNBase, input: Any, hx: Any = None) -> Any:
     return out, (hs, cs.squeeze(1) if unbatched else cs)
 
 
+_CELL_CLS: dict[type, str] = {nn.LSTMCell: "lstm", nn.GRUCell: "gru"}
+
+
+def _cell_of(mod: nn.Module) -> str | None:
+    """The cell of an unmodified ``nn.LSTMCell``/``GRUCell``/``RNNCell``, else None."""
+    if type(mod) in _CELL_CLS:
+        return _CELL_CLS[type(mod)]
+    if type(mod) is nn.RNNCell:
+        return "rnn_relu" if mod.nonlinearity == "relu" else "rnn_tanh"
+    return None
+
+
+def fused_cell_forward(mod: nn.RNNCellBase, input: torch.Tensor, hx: Any = None) -> Any:
+    """``nn.LSTMCell``/``GRUCell``/``RNNCell`` as a one-step recurrence: the input GEMM and
+    one fused node (a GEMM and an element-wise kernel), as CUDA's ``_thnn_fused_lstm_cell``."""
+    cell = _cell_of(mod)
+    assert cell is not None
+    unbatched = input.dim() == 1
+    x = input.unsqueeze(0) if unbatched else input
+    H = mod.hidden_size
+    if hx is None:
+        h = x.new_zeros(x.shape[0], H)
+        c = x.new_zeros(x.shape[0], H) if cell == "lstm" else None
+    else:
+        h, c = hx if cell == "lstm" else (hx, None)
+        if unbatched:
+            h, c = h.unsqueeze(0), (c.unsqueeze(0) if c is not None else None)
+    xw = F.linear(x, mod.weight_ih, mod.bias_ih).unsqueeze(0)
+    w_hh, b_hh = mod.weight_hh, mod.bias_hh
+    f_op = _OPS[cell][0]
+    packed = f_op(xw, h, c, w_hh, b_hh, False) if cell == "lstm" else f_op(xw, h, w_hh, b_hh, False)
+    h1 = packed[0, :, :H]
+    h1 = h1.squeeze(0) if unbatched else h1
+    if cell != "lstm":
+        return h1
+    c1 = packed[0, :, 5 * H:6 * H]
+    return h1, (c1.squeeze(0) if unbatched else c1)
+
+
 @contextlib.contextmanager
 def fused_recurrent_layers(modules: nn.Module) -> Iterator[int]:
-    """Within the block, every supported recurrent layer of ``modules`` runs ``fused_forward``;
-    yields how many layers were patched (their forward is restored on exit)."""
-    patched = [m for m in modules.modules() if supported(m) and "forward" not in vars(m)]
-    for m in patched:
-        m.forward = MethodType(fused_forward, m)  # type: ignore[method-assign]
+    """Within the block, every supported recurrent layer of ``modules`` runs ``fused_forward``
+    and every recurrent cell ``fused_cell_forward``; yields how many modules were patched
+    (their forward is restored on exit)."""
+    patched = []
+    for m in modules.modules():
+        if "forward" in vars(m):
+            continue
+        if supported(m):
+            m.forward = MethodType(fused_forward, m)  # type: ignore[method-assign]
+        elif _cell_of(m) is not None:
+            m.forward = MethodType(fused_cell_forward, m)  # type: ignore[method-assign]
+        else:
+            continue
+        patched.append(m)
     try:
         yield len(patched)
     finally:

@@ -156,7 +156,8 @@ def gavel_source(job: Any) -> Any:
     from gpuscope.workloads.models_gavel import gavel_step
 
     gs = gavel_step(job.model, job.batch_size)
-    return trace_train_step(gs.step, gs.batch, gs.modules, gs.optimizers, name=job.graph_key)
+    return trace_train_step(gs.step, gs.batch, gs.modules, gs.optimizers, name=job.graph_key,
+                            meta=gs.meta)
 
 
 @dataclass

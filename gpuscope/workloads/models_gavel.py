@@ -21,8 +21,21 @@ Each model follows the code Gavel ran (its measured throughputs are in
   blocks, 64 filters, 70x70 PatchGAN discriminators), monet2photo 256x256, batch 1, Adam,
   GAN (MSE) + cycle + identity (L1) losses (``cyclegan/cyclegan.py``);
 * ``a3c``: the A3C-LSTM of dgriff777/rl_a3c_pytorch Gavel runs on PongDeterministic-v4
-  (4 conv + max-pool layers, LSTMCell 1024 -> 512, actor and critic heads, 1x80x80 frames),
-  one update over a 20-step rollout, AMSGrad Adam.
+  (4 conv + max-pool layers, LSTMCell 1024 -> 512, actor and critic heads, 1x80x80 frames)
+  with ``--workers 4 --amsgrad True`` (``scheduler/job_table.py``). One Gavel step is one
+  iteration of a worker's loop (``workloads/pytorch/rl/train.py``; throughput is counted on
+  worker 0): copy the shared CPU model's weights to the GPU (``load_state_dict``), act for
+  ``--num-steps`` 20 frames -- each a batch-1 forward through the convs and the LSTM cell,
+  softmax/log-softmax/entropy, a sampled action copied to the host (``action.cpu()``: the
+  host waits) and one ``env.step`` on the CPU (PongDeterministic-v4: 4 emulator frames,
+  crop/resize/normalise) whose frame goes back to the GPU --, one bootstrap value forward,
+  the per-frame GAE/loss loop, one backward through the 20 forwards, the gradients copied to
+  the shared CPU model (``ensure_shared_grads``) and ``SharedAdam`` (AMSGrad) stepping the
+  shared model on the CPU. The traced step is that loop (``A3C_STEPS`` forwards at batch
+  1, the loss loop, the backward, the optimizer); what happens on the host is in
+  ``GavelStep.meta`` for the emulator: ``env_steps`` (host round trips with an environment
+  step each), ``host_optimizer`` (weights in, gradients out, optimizer on the CPU) and
+  ``workers`` (4 processes doing this on the one GPU, ``main.py``'s ``--workers``).
 
 ``gavel_step(name, batch_size, device)`` builds the model, its optimizer(s), a batch and the
 training step, ready for ``gpuscope.graphs.torch_frontend.trace_train_step``.
@@ -31,7 +44,7 @@ training step, ready for ``gpuscope.graphs.torch_frontend.trace_train_step``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -188,28 +201,28 @@ def cyclegan_discriminator(c: int = 3) -> nn.Module:
 
 
 # --- A3C-LSTM (dgriff777/rl_a3c_pytorch) --------------------------------------------------------
+A3C_STEPS: int = 20  # --num-steps (train.py's rollout length between updates)
+
+
 class A3CLstm(nn.Module):
     def __init__(self, channels: int = 1, actions: int = 6) -> None:
         super().__init__()
-        self.convs = nn.Sequential(
-            nn.Conv2d(channels, 32, 5, 1, 2), nn.MaxPool2d(2, 2), nn.ReLU(),
-            nn.Conv2d(32, 32, 5, 1, 1), nn.MaxPool2d(2, 2), nn.ReLU(),
-            nn.Conv2d(32, 64, 4, 1, 1), nn.MaxPool2d(2, 2), nn.ReLU(),
-            nn.Conv2d(64, 64, 3, 1, 1), nn.MaxPool2d(2, 2), nn.ReLU(), nn.Flatten())
+        self.conv1 = nn.Conv2d(channels, 32, 5, 1, 2)
+        self.conv2 = nn.Conv2d(32, 32, 5, 1, 1)
+        self.conv3 = nn.Conv2d(32, 64, 4, 1, 1)
+        self.conv4 = nn.Conv2d(64, 64, 3, 1, 1)
         self.lstm = nn.LSTMCell(1024, 512)
         self.critic = nn.Linear(512, 1)
         self.actor = nn.Linear(512, actions)
 
-    def forward(self, frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """A rollout of T frames (T, C, 80, 80) through the recurrent core, one step at a time."""
-        feats = self.convs(frames)
-        h = c = feats.new_zeros(1, 512)
-        hs = []
-        for t in range(feats.shape[0]):
-            h, c = self.lstm(feats[t:t + 1], (h, c))
-            hs.append(h)
-        hh = torch.cat(hs)
-        return self.actor(hh), self.critic(hh)
+    def forward(self, frame: torch.Tensor, hc: tuple[torch.Tensor, torch.Tensor]
+                ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """One frame (1, C, 80, 80) and the LSTM state -> value, logits, next state."""
+        x = frame
+        for conv in (self.conv1, self.conv2, self.conv3, self.conv4):
+            x = F.relu(F.max_pool2d(conv(x), 2, 2))
+        h, c = self.lstm(x.view(x.shape[0], -1), hc)
+        return self.critic(h), self.actor(h), (h, c)
 
 
 @dataclass
@@ -221,12 +234,48 @@ class GavelStep:
     modules: nn.Module
     optimizers: list[torch.optim.Optimizer]
     input_shape: tuple[int, ...]
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def _classifier_step(model: nn.Module, opt: torch.optim.Optimizer) -> Callable[[Any], torch.Tensor]:
     def step(b: tuple[torch.Tensor, ...]) -> torch.Tensor:
         opt.zero_grad()
         loss = F.cross_entropy(model(b[0]), b[1])
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def _a3c_step(net: A3CLstm, opt: torch.optim.Optimizer,
+              gamma: float = 0.99, tau: float = 1.0) -> Callable[[Any], torch.Tensor]:
+    """One iteration of Gavel's A3C worker loop (module docstring; ``train.py``): act on
+    ``A3C_STEPS`` frames at batch 1, bootstrap, GAE and losses per frame, backward, step."""
+
+    def step(bt: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        frames, rewards = bt
+        h = c = frames.new_zeros(1, 512)
+        values, log_probs, entropies = [], [], []
+        for t in range(A3C_STEPS):  # player.action_train()
+            value, logit, (h, c) = net(frames[t:t + 1], (h, c))
+            prob, log_prob = F.softmax(logit, dim=1), F.log_softmax(logit, dim=1)
+            entropies.append(-(log_prob * prob).sum(1))
+            action = prob.multinomial(1).detach()  # .cpu() and env.step on the host
+            log_probs.append(log_prob.gather(1, action))
+            values.append(value)
+        R = net(frames[A3C_STEPS:], (h, c))[0].detach()
+        values.append(R)
+        policy_loss = value_loss = frames.new_zeros(1, 1)
+        gae = frames.new_zeros(1, 1)
+        for i in reversed(range(A3C_STEPS)):
+            R = gamma * R + rewards[i]
+            advantage = R - values[i]
+            value_loss = value_loss + 0.5 * advantage.pow(2)
+            delta_t = rewards[i] + gamma * values[i + 1].detach() - values[i].detach()
+            gae = gae * gamma * tau + delta_t
+            policy_loss = policy_loss - log_probs[i] * gae.detach() - 0.01 * entropies[i]
+        net.zero_grad()
+        loss = (policy_loss + 0.5 * value_loss).sum()
         loss.backward()
         opt.step()
         return loss
@@ -314,19 +363,9 @@ def gavel_step(name: str, batch_size: int, device: str = "meta") -> GavelStep:
     if name == "a3c":
         net = A3CLstm().to(dev)
         opt = torch.optim.Adam(net.parameters(), lr=1e-4, amsgrad=True)
-        frames = torch.empty(20 * b, 1, 80, 80, device=dev)
-
-        def astep(bt: tuple[torch.Tensor, ...]) -> torch.Tensor:
-            opt.zero_grad()
-            logits, value = net(bt[0])
-            logp = F.log_softmax(logits, dim=1)
-            adv = bt[1] - value.squeeze(1)
-            loss = 0.5 * adv.pow(2).mean() - (logp[:, 0] * adv.detach()).mean() \
-                - 0.01 * (-(logp.exp() * logp).sum(1)).mean()
-            loss.backward()
-            opt.step()
-            return loss
-        ret = torch.empty(20 * b, device=dev)
-        return GavelStep(astep, (frames, ret), net, [opt], (20 * b, 1, 80, 80))
+        frames = torch.empty(A3C_STEPS + 1, 1, 80, 80, device=dev)
+        return GavelStep(_a3c_step(net, opt), (frames, torch.empty(A3C_STEPS, device=dev)), net,
+                         [opt], (A3C_STEPS + 1, 1, 80, 80),
+                         {"env_steps": A3C_STEPS, "host_optimizer": True, "workers": 4})
     raise InputError(f"unknown Gavel model {name!r}; expected one of {', '.join(GAVEL_MODELS)}")
 
