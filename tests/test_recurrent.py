@@ -183,3 +183,15 @@ def test_fused_cells_equal_pytorch(cls: type[nn.RNNCellBase]) -> None:
     assert n == 1
     for a, b in zip(ref, got):
         torch.testing.assert_close(a, b)
+
+
+def test_recurrence_survives_a_json_round_trip() -> None:
+    # a graph file (bring-your-own-job) keeps the op name and shape the emulator reads
+    from gpuscope.graphs import graph_from_dict, graph_to_dict
+
+    g = _trace(12)
+    a, b = GraphCost.from_graph(g, 4), GraphCost.from_graph(graph_from_dict(graph_to_dict(g)), 4)
+    assert a.steps is not None and b.steps is not None
+    assert list(a.steps) == list(b.steps) and list(a.work) == list(b.work)
+    h100 = get_device("h100")
+    assert kernel_times(a, h100, P)[0].sum() == pytest.approx(kernel_times(b, h100, P)[0].sum())

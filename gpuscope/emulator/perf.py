@@ -37,8 +37,9 @@ the GPU (``launch``) and overlap with it, so they are not charged twice.
 
 ``peak_i`` by precision (``JobSpec.precision``; ``fp32`` when the job has none):
 
-* ``fp32``: FP32 peak; convolutions use the TF32 tensor cores on Ampere and later (cuDNN's
-  default in PyTorch), matmuls do not (``allow_tf32`` is off by default);
+* ``fp32``: FP32 peak; convolutions and recurrent layers use the TF32 tensor cores on Ampere
+  and later (cuDNN's default in PyTorch, ``cudnn.allow_tf32``), matmuls do not
+  (``matmul.allow_tf32`` is off by default);
 * ``tf32``: convolutions and matmuls on the TF32 tensor-core peak (Ampere and later);
 * ``amp-fp16``: convolutions and matmuls on the FP16 tensor-core peak (Volta and later), all
   activation traffic halved; ``amp-bf16``: the same on Ampere and later (no BF16 tensor cores
@@ -196,7 +197,9 @@ class GraphCost:
         return cls(
             flops=flops, bytes=byts, numel=numel,
             cls=np.array([_CLASS_INDEX.get(n.op_class, _CLASS_INDEX["other"]) for n in kern]),
-            is_conv_fp32=np.array([n.op_class == "conv" and n.dtype_bytes >= 4 for n in kern], dtype=bool),
+            # cuDNN kernels (convolutions, recurrences) use TF32 on Ampere+ unless disabled
+            is_conv_fp32=np.array([(n.op_class == "conv" or steps[j] > 0) and n.dtype_bytes >= 4
+                                   for j, n in enumerate(kern)], dtype=bool),
             is_half=np.array([n.dtype_bytes <= 2 and n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
             forward=np.array([n.phase == "forward" for n in kern], dtype=bool),
             winograd=np.array([i in wino for i in kern_idx], dtype=bool),
