@@ -1,8 +1,11 @@
 """Host-side work of a training step (issues 4, 11): the input pipeline's cost per sample, and
-the host work the device waits for in RL jobs (Gavel's A3C, ``workloads/models_gavel.py``).
+the host work the device waits for in RL jobs (Gavel's A3C, ``workloads/models_gavel.py``)
+and in jobs that build sparse batches on the main thread (Gavel's Recommendation).
 
-``perf.estimate`` adds ``t_env + t_update`` (``host_serial_times``) to the step's serial
-host time and waits for ``workers * t_gpu`` when several worker processes share one GPU.
+``perf.estimate`` adds ``t_env + t_update`` (``host_serial_times``) and the sparse batch's
+host time (``sparse_batch_host_s``) to the step's serial host time, copies the batch's
+``batch_h2d_bytes`` and densifies a sparse batch on the device (``sparse_densify_s``), and
+waits for ``workers * t_gpu`` when several worker processes share one GPU.
 """
 
 from __future__ import annotations
@@ -58,3 +61,82 @@ def host_serial_times(cost: GraphCost, job: EmulatedJob, device: DeviceSpec,
     opt_bytes = float(cost.bytes[cost.optimizer].sum())
     t_update = 2 * cost.param_bytes / pcie + opt_bytes / (params.host_gbs * 1e9 * speed)
     return t_env, t_update
+
+
+# --- sparse batches built in the training loop (Gavel's Recommendation) ------------------
+#: Reference-core seconds per element PyTorch spends building a tensor from a Python list of
+#: NumPy arrays (``torch.LongTensor([rows, cols])``: ``tensor_new.cpp``'s element-by-element
+#: ``recursive_store``, one NumPy scalar made and unpacked per element): the mean of two
+#: published micro-benchmarks of 1-D/innermost-long arrays, 53.1 ns (pytorch/pytorch PR
+#: #51731: 10,000 arrays of 10,000 float64 in 5.31 s) and 62.5 ns (pytorch/pytorch issue
+#: #57467, PyTorch 1.8.1: 10 arrays of 3x1024x1024 in 1.967 s). Assumption: their (unnamed)
+#: CPUs run it as fast as the reference core (i7-4790K).
+PY_LIST_ELEMENT_S: float = 0.5 * (5.31 / 1e8 + 1.9666567809181288 / (10 * 3 * 1024 * 1024))
+#: Reference-core seconds per comparison of a comparison sort on random keys (``np.unique``'s
+#: argsort): half the branches mispredict (random keys), at 15-20 cycles each on Haswell
+#: (Agner Fog, "The microarchitecture of Intel, AMD and VIA CPUs", Haswell chapter), 17 cycles
+#: at the reference core's 4.4 GHz; ``log2(nnz)`` comparisons per element.
+SORT_COMPARE_S: float = 0.5 * 17 / 4.4e9
+#: Bytes per rating NumPy/SciPy's C loops stream while Recoder builds one batch
+#: (``recoder/data.py``; int32 indices, float64 values, int64 NumPy indices), read + write:
+#: CSR row fancy-indexing 24 (indices + data copied), ``nonzero()`` twice 2 x 54 (COO row
+#: expansion 4, column and data copies 8 + 16, ``data != 0`` mask 9, two masked gathers 17),
+#: the batch slice 24, ``np.unique(return_inverse=True)`` 60 besides its argsort (gather 16,
+#: flags 9, cumsum 9, inverse scatter 24 + padding), ``torch.FloatTensor(data)`` 12 (float64
+#: to float32), the COO constructor's index check 16; streamed at ``params.host_gbs``.
+SPARSE_STREAM_BYTES_PER_NNZ: float = 24 + 2 * 54 + 24 + 60 + 12 + 16
+#: Bytes per rating copied to the device: two int64 COO indices and one float32 value.
+SPARSE_H2D_BYTES_PER_NNZ: float = 2 * 8 + 4
+
+
+def sparse_batch_nnz(cost: GraphCost, batch_size: int) -> float:
+    """Expected non-zeros of one sparse batch (``sparse_nnz_per_sample`` x batch), 0 for a
+    dense input."""
+    return cost.sparse_nnz_per_sample * batch_size
+
+
+def sparse_batch_host_s(cost: GraphCost, batch_size: int, device: DeviceSpec,
+                        params: EmulatorParams) -> float:
+    """Host time to build one sparse batch in the training loop, seconds (0 for dense inputs).
+
+    Gavel's Recommendation (``workloads/pytorch/recommendation``: Recoder with
+    ``num_data_workers=0``) builds every batch on the main thread between two steps, so the
+    device waits for it. With ``n`` the batch's ratings and ``b`` its users, on a reference
+    core::
+
+        t = (2 n + 2 b) * PY_LIST_ELEMENT_S          # torch.LongTensor([rows, cols]); the
+                                                     # sampler's list and np.array of b ids
+          + n * log2(n) * SORT_COMPARE_S              # np.unique(return_inverse=True)
+          + n * SPARSE_STREAM_BYTES_PER_NNZ / host_gbs  # NumPy/SciPy copies and masks
+
+    divided by the host's single-core speed."""
+    n = sparse_batch_nnz(cost, batch_size)
+    if n <= 0:
+        return 0.0
+    b = float(batch_size)
+    t = ((2 * n + 2 * b) * PY_LIST_ELEMENT_S + n * np.log2(max(n, 2.0)) * SORT_COMPARE_S
+         + n * SPARSE_STREAM_BYTES_PER_NNZ / (params.host_gbs * 1e9))
+    return float(t / device.host_single_core)
+
+
+def batch_h2d_bytes(cost: GraphCost, job: EmulatedJob) -> float:
+    """Bytes of one batch copied to the device: the sparse COO batch (indices, values and the
+    user ids, int64) when the graph says its input is sparse, else the dense samples."""
+    n = sparse_batch_nnz(cost, job.batch_size)
+    if n > 0:
+        return n * SPARSE_H2D_BYTES_PER_NNZ + 8.0 * job.batch_size
+    return job.batch_size * input_bytes_per_sample(job)
+
+
+def sparse_densify_s(cost: GraphCost, batch_size: int, device: DeviceSpec,
+                     params: EmulatorParams) -> float:
+    """Device time of ``.to_dense()`` on a sparse batch, seconds: the dense
+    ``batch x sparse_dense_width`` FP32 matrix written (zeros), then each non-zero's COO
+    triplet read and its value written, at the achievable bandwidth, two kernel launches (0
+    for dense inputs)."""
+    n = sparse_batch_nnz(cost, batch_size)
+    if n <= 0:
+        return 0.0
+    arch = params.arch_eff.get(device.arch, 1.0)
+    byts = 4.0 * batch_size * cost.sparse_dense_width + SPARSE_H2D_BYTES_PER_NNZ * n
+    return float(byts / (device.mem_bw_gbs * 1e9 * params.bw_eff * arch) + params.launch_us * 2e-6)

@@ -50,8 +50,9 @@ core) and synchronises once per step (``step_sync_ms``); the input pipeline prep
 batch (``cpu_ms_per_sample * batch / (cores * speed)``). One iteration lasts
 ``max(max(t_gpu, t_dispatch) + t_sync + t_serial, workers * t_gpu, t_pipeline)``:
 ``t_serial`` is host work the device waits for and ``workers`` the processes sharing the GPU
-(``hostwork``: an RL job's environment steps, a host-side optimizer, Hogwild workers; 0 and 1
-for supervised jobs). NVML's utilization.gpu is the busy fraction ``t_gpu / t_iter``, utilization.memory the memory-busy fraction. Execution time =
+(``hostwork``: an RL job's environment steps, a host-side optimizer, Hogwild workers, a sparse
+batch built on the main thread, which is then copied as COO and densified on the device; 0 and
+1 for other jobs). NVML's utilization.gpu is the busy fraction ``t_gpu / t_iter``, utilization.memory the memory-busy fraction. Execution time =
 start-up (CUDA context, cuDNN autotuning, weights upload) + epochs x (steps x t_iter +
 evaluation + checkpoint) + expected input-pipeline stalls.
 """
@@ -65,7 +66,13 @@ from typing import Protocol
 import numpy as np
 
 from gpuscope.devices import DeviceSpec
-from gpuscope.emulator.hostwork import cpu_ms_per_sample, host_serial_times, input_bytes_per_sample
+from gpuscope.emulator.hostwork import (
+    batch_h2d_bytes,
+    cpu_ms_per_sample,
+    host_serial_times,
+    sparse_batch_host_s,
+    sparse_densify_s,
+)
 from gpuscope.emulator.memory import (
     OPTIMIZER_COPIES,
     VIEW_OPS,
@@ -140,7 +147,10 @@ class GraphCost:
     ``work`` is then the parallel elements of one timestep (module docstring) and
     ``work_mem`` the elements one timestep moves;
     ``env_steps``/``host_optimizer``: the graph's host-side work (``host_serial_times``);
-    ``workers``: processes running the same step on the one GPU (Gavel's A3C: 4)."""
+    ``workers``: processes running the same step on the one GPU (Gavel's A3C: 4);
+    ``sparse_nnz_per_sample``/``sparse_dense_width``: a sparse input built on the host each
+    step, its mean non-zeros per sample and its dense width (Gavel's Recommendation;
+    ``hostwork.sparse_batch_host_s``)."""
 
     flops: np.ndarray
     bytes: np.ndarray
@@ -166,6 +176,8 @@ class GraphCost:
     env_steps: int = 0
     host_optimizer: bool = False
     workers: int = 1
+    sparse_nnz_per_sample: float = 0.0
+    sparse_dense_width: int = 0
 
     @classmethod
     def from_graph(cls, graph: OpGraph, batch_size: int | None = None) -> GraphCost:
@@ -213,6 +225,8 @@ class GraphCost:
             env_steps=int(graph.meta.get("env_steps", 0) or 0),
             host_optimizer=bool(graph.meta.get("host_optimizer", False)),
             workers=max(1, int(graph.meta.get("workers", 1) or 1)),
+            sparse_nnz_per_sample=float(graph.meta.get("sparse_nnz_per_sample", 0.0) or 0.0),
+            sparse_dense_width=int(graph.meta.get("sparse_dense_width", 0) or 0),
             is_mm=np.array([n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
             optimizer=np.array([n.phase == "optimizer" for n in kern], dtype=bool),
             scalar=np.array([n.numel <= 1 for n in kern], dtype=bool),
@@ -330,15 +344,19 @@ def estimate(
         t_opt_gpu = float(kernel_times(cost, device, p, prec)[0][cost.optimizer].sum())
         t_gpu -= t_opt_gpu
     t_env, t_update = host_serial_times(cost, job, device, p)
-    t_h2d = job.batch_size * input_bytes_per_sample(job) / (device.pcie_gbs * 1e9 * p.h2d_eff)
+    t_h2d = batch_h2d_bytes(cost, job) / (device.pcie_gbs * 1e9 * p.h2d_eff)
+    t_h2d += sparse_densify_s(cost, job.batch_size, device, p)
     t_gpu += t_h2d
     t_dispatch = cost.n_dispatch * p.dispatch_us * 1e-6 / speed
     cores = device.host_pipeline_cores
-    # an RL job's environment is its input pipeline, stepped in line with the device
-    cpu_per_iter = 0.0 if cost.env_steps else job.batch_size * cpu_ms_per_sample(job, p) * 1e-3 / speed
+    # an RL job's environment is its input pipeline, stepped in line with the device; a sparse
+    # batch built on the main thread is too (no loader workers)
+    t_batch = sparse_batch_host_s(cost, job.batch_size, device, p)
+    in_line = bool(cost.env_steps) or t_batch > 0
+    cpu_per_iter = 0.0 if in_line else job.batch_size * cpu_ms_per_sample(job, p) * 1e-3 / speed
     t_pipe = cpu_per_iter / cores
     t_sync = p.step_sync_ms * 1e-3 / speed
-    t_serial = t_env + t_update
+    t_serial = t_env + t_update + t_batch
     # worker processes share the GPU (time-sliced contexts): their kernels add up
     t_gpu_all = cost.workers * t_gpu
     iter_s = max(max(t_gpu, t_dispatch) + t_sync + t_serial, t_gpu_all, t_pipe)

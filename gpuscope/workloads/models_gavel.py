@@ -16,7 +16,11 @@ Each model follows the code Gavel ran (its measured throughputs are in
 * ``rec_autoencoder``: Recoder's ``DynamicAutoencoder(hidden_layers=[200], tanh,
   noise_prob=0.5)`` on ML-20M (``ML20M_ITEMS`` items after Liang et al.'s ``pro_sg``
   filtering), logistic loss, Adam (``recommendation/train.py``); negative sampling keeps the
-  whole item layer here (an upper bound on its output layer);
+  whole item layer here (an upper bound on its output layer). The batch is built on the
+  host every step (``recoder/data.py``, ``num_data_workers=0``: CSR row slicing, ``nonzero``,
+  ``np.unique`` and ``torch.LongTensor([rows, cols])`` over the batch's ~73 ratings per
+  user), copied as a COO tensor and densified on the device (``recoder/model.py``); the
+  step's ``meta`` gives the emulator the ratings per user and the dense width;
 * ``cyclegan``: eriklindernoren's PyTorch-GAN CycleGAN (ResNet generators with 9 residual
   blocks, 64 filters, 70x70 PatchGAN discriminators), monet2photo 256x256, batch 1, Adam,
   GAN (MSE) + cycle + identity (L1) losses (``cyclegan/cyclegan.py``);
@@ -57,6 +61,11 @@ MULTI30K_VOCAB: tuple[int, int] = (7853, 5893)  # de, en words with min_freq 2 (
 MULTI30K_LEN: int = 30  # padded batch length (mean ~13 tokens per sentence, longest ~40)
 WIKITEXT2_VOCAB: int = 33278
 ML20M_ITEMS: int = 20108
+#: ML-20M after Liang et al.'s ``pro_sg`` preprocessing (ratings > 3.5, users with >= 5):
+#: 136,677 users and 10.0 M interactions (Liang et al., "Variational Autoencoders for
+#: Collaborative Filtering", WWW 2018, Table 1), i.e. ~73 ratings per user in a batch.
+ML20M_USERS: int = 136_677
+ML20M_INTERACTIONS: float = 10.0e6
 GAVEL_MODELS: tuple[str, ...] = (
     "resnet18", "transformer_base", "lstm_lm", "rec_autoencoder", "cyclegan", "a3c",
 )
@@ -332,7 +341,11 @@ def gavel_step(name: str, batch_size: int, device: str = "meta") -> GavelStep:
             loss.backward()
             opt.step()
             return loss
-        return GavelStep(rstep, (x,), ae, [opt], (b, ML20M_ITEMS))
+        # Recoder builds each batch on the main thread (num_data_workers=0) as a sparse COO
+        # matrix, copies it to the device and densifies it there (hostwork.sparse_batch_host_s)
+        return GavelStep(rstep, (x,), ae, [opt], (b, ML20M_ITEMS),
+                         {"sparse_nnz_per_sample": ML20M_INTERACTIONS / ML20M_USERS,
+                          "sparse_dense_width": ML20M_ITEMS})
     if name == "cyclegan":
         nets = nn.ModuleDict({"g_ab": cyclegan_generator(), "g_ba": cyclegan_generator(),
                               "d_a": cyclegan_discriminator(), "d_b": cyclegan_discriminator()}).to(dev)
