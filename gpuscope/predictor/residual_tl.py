@@ -1,0 +1,416 @@
+"""Shrunk corrections of the emulator on measured step times (issue 13, deliverable 6).
+
+The learnt part of the measured predictor is a correction ĉ of the emulator's per-step
+estimate, ``t_step = t_analytic × exp(ĉ)``. With a handful of measured models, a free
+correction (the fine-tuned MLP of ``gavel_tl``) does worse on a held-out model than no
+correction at all (Gavel: 112 % vs 60 %). Every corrector here is therefore *shrunk toward a
+prior* — zero (the emulator alone) or what the emulated corpus says — by as much as
+leave-group-out cross-validation on the **training** groups asks for; held-out rows are never
+seen by any choice.
+
+Correctors (``METHODS``):
+
+* ``emulator``: ĉ = 0.
+* ``ridge``: ridge regression of c on the standardised ``STEP_FEATURES`` with the intercept
+  penalised too (Gaussian prior at 0 on every coefficient); λ from {10⁻³ … 10³, ∞} × rows
+  by leave-one-group-out CV; λ = ∞ is the emulator alone.
+* ``ridge-tl``: the same, with the prior centred on a ridge fitted to the emulated corpus's
+  corrections (``source_prior``): transfer learning as a prior mean.
+* ``gbt``: gradient-boosted trees on c (100 × depth ≤ 2, 4 leaves, ≥ 3 rows a leaf), the
+  prediction scaled by s ∈ {0, ¼, ½, ¾, 1} chosen by the same CV (s = 0: the emulator).
+* ``auto`` (the shipped TL): whichever of emulator / ridge / ridge-tl / gbt has the lowest
+  leave-group-out MAPE on the training groups — but a corrector replaces the emulator only
+  when it beats it by more than one standard error of the per-group differences
+  (conservative: the tuned candidates' CV scores are slightly optimistic).
+* ``scratch``: no emulator — gradient-boosted trees on log step time from the graph, device
+  and context features only (``SCRATCH_FEATURES``), trained on the measured rows.
+
+Protocol (``curve``): hold out one group (a model, or a model family) at a time; from the
+other groups keep a seeded fraction f of the rows; fit; score the held-out group's step-time
+MAPE. Summaries: per seed the mean over held-out groups, then mean ± 95 % Student-t interval
+over seeds (``v2eval.ci95``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpuscope.errors import InputError
+from gpuscope.predictor.physics import (
+    CONTEXT_FEATURES,
+    DEVICE_FEATURES,
+    GRAPH_FEATURES,
+    STEP_FEATURES,
+    FeatureBuilder,
+)
+
+SCRATCH_FEATURES: tuple[str, ...] = GRAPH_FEATURES + DEVICE_FEATURES + CONTEXT_FEATURES
+LAMBDAS: tuple[float, ...] = (*(10.0 ** k for k in range(-3, 4)), math.inf)
+SHRINKS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+METHODS: tuple[str, ...] = ("emulator", "ridge", "ridge-tl", "gbt", "auto", "scratch")
+H100_COLUMNS: tuple[str, ...] = ("model", "dataset", "optimizer", "batch_size", "precision",
+                                 "status", "step_s")
+
+
+@dataclass
+class MeasuredSet:
+    """Measured per-step times with their feature rows; ``group`` drives the held-out splits."""
+
+    name: str
+    rows: pd.DataFrame  # group, device, step_s (+ descriptive columns)
+    frame: pd.DataFrame  # physics.FEATURES + ANALYTIC_COLUMNS, one row per measured row
+
+    @property
+    def correction(self) -> np.ndarray:
+        return np.log(self.rows["step_s"].to_numpy(np.float64)
+                      / self.frame["an_iter_s"].to_numpy(np.float64))
+
+
+def gavel_set(builder: FeatureBuilder | None = None) -> MeasuredSet:
+    """Gavel's measured k80/p100/v100 rows; one group per model (leave-model-out)."""
+    from gpuscope.predictor.gavel_tl import gavel_data, gavel_source
+
+    gd = gavel_data(builder or FeatureBuilder(source=gavel_source))
+    rows = gd.rows.assign(group=gd.rows["family"].astype(str))
+    return MeasuredSet("gavel", rows, gd.frame)
+
+
+def h100_set(path: str | Path, device: str = "h100",
+             builder: FeatureBuilder | None = None) -> MeasuredSet:
+    """Real step times of ``datasets/measured/h100-steps.csv`` (``status == ok`` rows) with
+    the emulator's estimate on catalog device ``device``; one group per model family
+    (``gpuscope.jobs.MODEL_FAMILY``: leave-family-out)."""
+    from gpuscope.jobs import MODEL_FAMILY, JobSpec
+
+    p = Path(path)
+    try:
+        df = pd.read_csv(p)
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read measured step times {p}: {type(e).__name__}") from None
+    missing = [c for c in H100_COLUMNS if c not in df]
+    if missing:
+        raise InputError(f"{p}: missing column(s) {', '.join(missing)}")
+    df = df[df["status"].astype(str) == "ok"].reset_index(drop=True)
+    step = pd.to_numeric(df["step_s"], errors="coerce")
+    if df.empty or not (np.isfinite(step) & (step > 0)).all():
+        raise InputError(f"{p}: no rows, or a step_s that is not a positive number")
+    jobs = [JobSpec(model=str(r.model), dataset=str(r.dataset), optimizer=str(r.optimizer),
+                    batch_size=int(r.batch_size), precision=str(r.precision), epochs=1,
+                    steps_per_epoch=1) for r in df.itertuples()]
+    frame = (builder or FeatureBuilder()).frame(jobs, [device] * len(jobs))
+    rows = df.assign(step_s=step, device=device,
+                     group=[MODEL_FAMILY.get(m, m) for m in df["model"].astype(str)])
+    return MeasuredSet("h100", rows, frame)
+
+
+# -- ridge with a prior mean ---------------------------------------------------------------
+
+@dataclass
+class Scaler:
+    mean: np.ndarray
+    sd: np.ndarray
+
+    @classmethod
+    def fit(cls, X: np.ndarray) -> Scaler:
+        sd = X.std(axis=0)
+        return cls(X.mean(axis=0), np.where(sd > 1e-9, sd, 1.0))
+
+    def design(self, X: np.ndarray) -> np.ndarray:
+        """Standardised columns plus a column of ones (the penalised intercept)."""
+        return np.hstack([(X - self.mean) / self.sd, np.ones((len(X), 1))])
+
+
+def ridge_theta(A: np.ndarray, c: np.ndarray, lam: float, theta0: np.ndarray) -> np.ndarray:
+    """argmin ‖c − Aθ‖² + λ·n·‖θ − θ0‖² (λ = ∞: θ0)."""
+    if not math.isfinite(lam):
+        return theta0.copy()
+    n, p = A.shape
+    r = c - A @ theta0
+    return theta0 + np.linalg.solve(A.T @ A + lam * n * np.eye(p), A.T @ r)
+
+
+@dataclass
+class LinearPrior:
+    """A linear correction in raw feature units: ĉ = X·w + b."""
+
+    w: np.ndarray
+    b: float
+
+    def theta(self, sc: Scaler) -> np.ndarray:
+        """The same function in ``sc``'s standardised design (``Scaler.design``)."""
+        return np.append(self.w * sc.sd, self.b + float(self.w @ sc.mean))
+
+
+def _group_mape(pred_c: np.ndarray, c: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Step-time MAPE (%) of each group, in ``np.unique(groups)`` order."""
+    err = np.abs(np.exp(pred_c - c) - 1.0)
+    return np.array([100 * err[groups == g].mean() for g in np.unique(groups)])
+
+
+def one_thread():  # type: ignore[no-untyped-def]
+    """One OpenMP/BLAS thread for the tiny fits here. The trees are scikit-learn's exact
+    ``GradientBoostingRegressor`` (no OpenMP): the histogram variant spent 20 s a fit of 60
+    rows spinning OpenMP threads on the shared 2-core machine (load 8), limit or not."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1)
+
+
+def logo_folds(groups: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    return [(np.flatnonzero(groups != g), np.flatnonzero(groups == g))
+            for g in np.unique(groups)]
+
+
+class Corrector:
+    """ĉ(X); ``fit`` sees training rows and their groups only. ``oof`` holds the
+    leave-group-out predictions of the chosen setting (for ``auto``). Every prediction is
+    clipped to the training corrections' range (and 0): no corrector extrapolates a
+    correction larger than any it was shown."""
+
+    choice: str = ""
+    oof: np.ndarray
+    lo: float = 0.0
+    hi: float = 0.0
+
+    def fit(self, X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> Corrector:
+        self.lo, self.hi = min(0.0, float(c.min())), max(0.0, float(c.max()))
+        with one_thread():
+            self._fit(X, c, groups)
+        self.oof = np.clip(self.oof, self.lo, self.hi)
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        with one_thread():
+            return np.clip(self._predict(X), self.lo, self.hi)
+
+    def _fit(self, X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Zero(Corrector):
+    choice = "c=0"
+
+    def _fit(self, X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> None:
+        self.oof = np.zeros(len(c))
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        return np.zeros(len(X))
+
+
+class Ridge(Corrector):
+    """Ridge on standardised features; prior mean ``prior`` (None: 0); λ by LOGO CV."""
+
+    def __init__(self, prior: LinearPrior | None = None,
+                 lambdas: Sequence[float] = LAMBDAS) -> None:
+        self.prior, self.lambdas = prior, tuple(lambdas)
+
+    def _theta0(self, sc: Scaler, p: int) -> np.ndarray:
+        return np.zeros(p) if self.prior is None else self.prior.theta(sc)
+
+    def _fit(self, X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> None:
+        self.sc = Scaler.fit(X)
+        A = self.sc.design(X)
+        th0 = self._theta0(self.sc, A.shape[1])
+        folds = logo_folds(groups)
+        best, best_lam, best_oof = math.inf, math.inf, A @ th0
+        if len(folds) >= 2:  # most shrinkage first: a tie keeps the prior
+            for lam in sorted(self.lambdas, reverse=True):
+                oof = np.empty(len(c))
+                for tr, te in folds:
+                    oof[te] = A[te] @ ridge_theta(A[tr], c[tr], lam, th0)
+                s = float(_group_mape(oof, c, groups).mean())
+                if s < best - 1e-9:
+                    best, best_lam, best_oof = s, lam, oof
+        self.lam, self.oof = best_lam, best_oof
+        self.theta = ridge_theta(A, c, best_lam, th0)
+        self.choice = f"lambda={best_lam:g}"
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        return self.sc.design(X) @ self.theta
+
+
+def source_prior(X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> LinearPrior:
+    """The emulated corpus's own correction as a raw-unit linear function (ridge, λ by
+    leave-family-out CV on the source) — the prior mean of ``ridge-tl``."""
+    r = Ridge(lambdas=LAMBDAS[:-1]).fit(X, c, groups)
+    w = r.theta[:-1] / r.sc.sd
+    return LinearPrior(w, float(r.theta[-1] - w @ r.sc.mean))
+
+
+class ShrunkGBT(Corrector):
+    """Strongly regularised boosted trees on c, scaled by s chosen by LOGO CV."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def _model(self, n: int):  # type: ignore[no-untyped-def]
+        from sklearn.ensemble import GradientBoostingRegressor
+
+        return GradientBoostingRegressor(
+            n_estimators=100, learning_rate=0.05, max_depth=2, max_leaf_nodes=4,
+            min_samples_leaf=max(3, n // 10), random_state=self.seed)
+
+    def _fit(self, X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> None:
+        raw = np.zeros(len(c))
+        folds = logo_folds(groups)
+        for tr, te in folds:
+            if tr.size >= 6:
+                raw[te] = np.clip(self._model(tr.size).fit(X[tr], c[tr]).predict(X[te]),
+                                  min(0.0, c[tr].min()), max(0.0, c[tr].max()))
+        best, self.s = math.inf, 0.0
+        if len(folds) >= 2:
+            for s in SHRINKS:
+                v = float(_group_mape(s * raw, c, groups).mean())
+                if v < best - 1e-9:
+                    best, self.s = v, s
+        self.oof = self.s * raw
+        self.m = self._model(len(c)).fit(X, c) if self.s > 0 and len(c) >= 6 else None
+        self.choice = f"s={self.s:g}"
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        return np.zeros(len(X)) if self.m is None else self.s * self.m.predict(X)
+
+
+class Auto(Corrector):
+    """Of fitted candidates, the one with the lowest LOGO MAPE if it beats the emulator by
+    more than one standard error of the per-group differences; else the emulator."""
+
+    def __init__(self, fitted: dict[str, Corrector]) -> None:
+        self.fitted = fitted
+
+    def _fit(self, X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> None:
+        base = _group_mape(np.zeros(len(c)), c, groups)
+        self.pick, best = "emulator", float(base.mean())
+        if np.unique(groups).size >= 2:
+            for k, m in self.fitted.items():
+                d = base - _group_mape(m.oof, c, groups)  # > 0: k better than the emulator
+                se = float(d.std(ddof=1) / math.sqrt(d.size))
+                score = float(base.mean() - d.mean())
+                if d.mean() > se and score < best - 1e-9:
+                    self.pick, best = k, score
+        self.model = self.fitted.get(self.pick) or Zero().fit(X, c, groups)
+        self.oof = self.model.oof
+        self.choice = f"{self.pick}:{self.model.choice}"
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        return self.model.predict(X)
+
+
+class Scratch:
+    """Boosted trees on log step time without the emulator (measured rows only)."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def fit(self, X: np.ndarray, logt: np.ndarray) -> Scratch:
+        from sklearn.ensemble import GradientBoostingRegressor
+
+        with one_thread():
+            self.m = GradientBoostingRegressor(
+                n_estimators=200, learning_rate=0.05, max_leaf_nodes=8,
+                min_samples_leaf=max(2, min(20, len(logt) // 5)),
+                random_state=self.seed).fit(X, logt)
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        with one_thread():
+            return self.m.predict(X)
+
+
+# -- the held-out protocol -----------------------------------------------------------------
+
+def correctors(prior: LinearPrior | None, seed: int) -> dict[str, Callable[[], Corrector]]:
+    """The shrunk candidates (``ridge-tl`` only with a source prior)."""
+    out: dict[str, Callable[[], Corrector]] = {"ridge": lambda: Ridge(),
+                                               "gbt": lambda: ShrunkGBT(seed)}
+    if prior is not None:
+        out["ridge-tl"] = lambda: Ridge(prior)
+    return out
+
+
+def curve(ms: MeasuredSet, prior: LinearPrior | None = None,
+          fractions: Sequence[float] = (0.1, 0.25, 0.5, 1.0), seeds: Sequence[int] = (0, 1, 2),
+          mlp_source: dict | None = None) -> pd.DataFrame:
+    """Long table ``set, held_out, fraction, seed, method, mape_pct, train_rows, choice``
+    (module docstring). ``mlp_source``: a ``gavel_tl.pretrain`` state, adds the previous
+    protocol's ``scratch-mlp`` and ``tl-mlp`` (MLP fine-tuned with an L2 pull, anchor 1)."""
+    with one_thread():
+        return _curve(ms, prior, fractions, seeds, mlp_source)
+
+
+def _curve(ms: MeasuredSet, prior: LinearPrior | None, fractions: Sequence[float],
+           seeds: Sequence[int], mlp_source: dict | None) -> pd.DataFrame:
+    X = ms.frame[list(STEP_FEATURES)].to_numpy(np.float64)
+    Xs = ms.frame[list(SCRATCH_FEATURES)].to_numpy(np.float64)
+    c = ms.correction
+    logt = np.log(ms.rows["step_s"].to_numpy(np.float64))
+    base = logt - c  # log analytic step time
+    grp = ms.rows["group"].astype(str).to_numpy()
+    out: list[dict] = []
+
+    def add(held: str, f: float, s: int, method: str, pred_c: np.ndarray, te: np.ndarray,
+            n: int, choice: str = "") -> None:
+        err = np.abs(np.exp(pred_c - c[te]) - 1.0)
+        out.append({"set": ms.name, "held_out": held, "fraction": f, "seed": s,
+                    "method": method, "mape_pct": float(100 * err.mean()), "train_rows": n,
+                    "choice": choice})
+
+    for held in sorted(set(grp)):
+        te = np.flatnonzero(grp == held)
+        pool = np.flatnonzero(grp != held)
+        add(held, 0.0, -1, "emulator", np.zeros(te.size), te, 0)
+        for f in fractions:
+            for s in seeds:
+                rng = np.random.default_rng(1000 * s + int(round(f * 100)))
+                k = min(pool.size, max(2, round(f * pool.size)))
+                tr = np.sort(rng.choice(pool, size=k, replace=False))
+                fitted = {name: make().fit(X[tr], c[tr], grp[tr])
+                          for name, make in correctors(prior, s).items()}
+                for name, m in fitted.items():
+                    add(held, f, s, name, m.predict(X[te]), te, k, m.choice)
+                a = Auto(fitted).fit(X[tr], c[tr], grp[tr])
+                add(held, f, s, "auto", a.predict(X[te]), te, k, a.choice)
+                sc = Scratch(s).fit(Xs[tr], logt[tr])
+                add(held, f, s, "scratch", sc.predict(Xs[te]) - base[te], te, k)
+                if mlp_source is not None:
+                    from gpuscope.predictor.mlp import MaskedMLP
+
+                    m1 = MaskedMLP(random_state=s).fit(X[tr], c[tr, None])
+                    add(held, f, s, "scratch-mlp", m1.predict(X[te])[:, 0], te, k)
+                    m2 = MaskedMLP(epochs=100, lr=1e-3, l2_to_init=1.0, random_state=s)
+                    m2.fit(X[tr], c[tr, None], init=mlp_source)
+                    add(held, f, s, "tl-mlp", m2.predict(X[te])[:, 0], te, k)
+    return pd.DataFrame(out)
+
+
+def summarise(long: pd.DataFrame) -> pd.DataFrame:
+    """Per (set, method, fraction): mean over held-out groups per seed, then mean ± 95 %
+    interval over seeds (``emulator`` has no seed: its interval is NaN)."""
+    from gpuscope.predictor.v2eval import ci95
+
+    per_seed = long.groupby(["set", "method", "fraction", "seed"])["mape_pct"].mean()
+    rows = []
+    for (st, m, f), g in per_seed.groupby(level=[0, 1, 2]):
+        mean, half = ci95(g.to_numpy())
+        sub = long[(long["set"] == st) & (long["method"] == m) & (long["fraction"] == f)]
+        rows.append({"set": st, "method": m, "fraction": f, "mape_pct": mean,
+                     "ci95": half, "groups": int(sub["held_out"].nunique()),
+                     "median_group_pct": float(sub.groupby("held_out")["mape_pct"].mean()
+                                               .median())})
+    return pd.DataFrame(rows)
+
+
+def source_from(frame: pd.DataFrame, c: np.ndarray, groups: np.ndarray) -> LinearPrior:
+    """``source_prior`` of emulated rows (finite corrections only)."""
+    ok = np.isfinite(c)
+    X = frame[list(STEP_FEATURES)].to_numpy(np.float64)[ok]
+    return source_prior(X, c[ok], np.asarray(groups)[ok])
