@@ -225,6 +225,7 @@ def hf_task(config: Any, ds: DatasetSpec) -> str:
 def build_hf(spec: str, ds: DatasetSpec) -> tuple[nn.Module, str]:
     """Build an ``hf`` source for ``ds`` on the current default device: ``(module, kind)``."""
     import transformers
+    from transformers.models.auto import modeling_auto as ma
 
     config = hf_config(spec)
     task = hf_task(config, ds)
@@ -238,6 +239,15 @@ def build_hf(spec: str, ds: DatasetSpec) -> tuple[nn.Module, str]:
             "masked": transformers.AutoModelForMaskedLM,
             "causal": transformers.AutoModelForCausalLM,
             "seq2seq": transformers.AutoModelForSeq2SeqLM}[task]
+    names = {"image": ma.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES,
+             "masked": ma.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+             "causal": ma.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+             "seq2seq": ma.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES}[task].get(
+                 config.model_type)
+    if isinstance(names, (tuple, list)) and not getattr(config, "architectures", None):
+        # several heads for one model type (DeiT: with and without a distillation teacher):
+        # transformers picks through config.architectures, which a fresh config lacks
+        config.architectures = [names[0]]
     try:
         model = auto.from_config(config)
     except (ValueError, TypeError, AttributeError, AssertionError, RuntimeError) as e:
