@@ -14,8 +14,9 @@ burst/idle/peak labels stay NaN (masked). Provenance: ``emulated``.
 
 The build is resumable: each architecture's rows are written atomically to
 ``<out>/parts/<arch>.parquet`` and skipped when present (keyed by the architecture's
-configurations and the emulator version); graphs are cached by ``GraphCache``. ``--max-minutes``
-stops cleanly between architectures; ``corpus.parquet`` is assembled from the parts.
+configurations and ``build_key``: emulator version and source digest); graphs are cached by
+``GraphCache``. ``--max-minutes`` stops cleanly between architectures; ``corpus.parquet`` is
+assembled from the parts.
 """
 
 from __future__ import annotations
@@ -161,6 +162,21 @@ def architectures(per_arch: int = 1, per_family: int = 32, seed: int = 0,
     return out
 
 
+def build_key() -> str:
+    """What a corpus row depends on besides its jobs: the emulator version, the bytes of the
+    emulator's sources and the graph cache's code digest (tracer, workloads, library
+    versions) — so a changed cost model or tracer never resumes from stale parts even when
+    ``EMULATOR_VERSION`` was not bumped."""
+    from gpuscope.graphs.storage import code_digest
+    from gpuscope.predictor.physpredict import emulator_version
+
+    h = hashlib.sha1(f"{emulator_version()} {code_digest()}".encode())
+    root = Path(__file__).resolve().parents[1] / "emulator"
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode() + f.read_bytes())
+    return f"{emulator_version()}+{h.hexdigest()[:10]}"
+
+
 def _part_name(a: Arch, version: str) -> str:
     h = hashlib.sha256(json.dumps([j.to_dict() for j in a.jobs], sort_keys=True, default=str)
                        .encode() + version.encode()).hexdigest()[:12]
@@ -198,12 +214,12 @@ def build_corpus(out: str | Path, devices: Sequence[str], archs: Sequence[Arch],
     parts = out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
     builder = builder or FeatureBuilder()
-    ver = emulator_version()
+    ver, key = emulator_version(), build_key()
     t0 = time.perf_counter()
     done, failed, skipped = 0, [], 0
     bar = tqdm(archs, desc="corpus", unit="arch", disable=not progress)
     for a in bar:
-        p = parts / _part_name(a, ver)
+        p = parts / _part_name(a, key)
         if p.is_file():
             skipped += 1
             continue
@@ -220,7 +236,7 @@ def build_corpus(out: str | Path, devices: Sequence[str], archs: Sequence[Arch],
         tmp.replace(p)
         done += 1
         bar.set_postfix(done=done, failed=len(failed))
-    want = {_part_name(a, ver) for a in archs}
+    want = {_part_name(a, key) for a in archs}
     files = sorted(f for f in parts.glob("*.parquet") if f.name in want)
     if not files:
         raise InputError(f"corpus {out}: no architecture could be built")
@@ -232,6 +248,7 @@ def build_corpus(out: str | Path, devices: Sequence[str], archs: Sequence[Arch],
                "families": int(corpus["family"].nunique()), "rows": len(corpus),
                "devices": sorted(set(corpus["device"])), "built_now": done,
                "resumed": skipped, "failed": failed, "emulator_version": ver,
+               "build_key": key,
                "seconds": round(time.perf_counter() - t0, 1), "provenance": "emulated",
                "labels": "exec_time_s and status from gpuscope.emulator.estimate (no traces)",
                "feature_columns": len(FEATURES) + len(ANALYTIC_COLUMNS)}

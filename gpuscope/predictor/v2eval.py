@@ -34,12 +34,15 @@ from gpuscope.predictor.physics import (
     CONTEXT_FEATURES,
     DEVICE_FEATURES,
     GRAPH_FEATURES,
-    RUNLEN_FEATURES,
 )
 from gpuscope.predictor.scaling import MinMaxLabels
 from gpuscope.predictor.v2data import PhysicsData
 
-TOTALS: tuple[str, ...] = GRAPH_FEATURES + DEVICE_FEATURES + CONTEXT_FEATURES + RUNLEN_FEATURES
+#: Inputs of the non-physics candidates: graph totals, device, context and the job's own run
+#: length. Not ``r_log_epoch_s`` / ``r_log_exec_analytic``: those are the emulator's estimate
+#: (with them "GBT on totals" scored 0.4 % on the corpus, whose labels are that estimate).
+TOTALS: tuple[str, ...] = (GRAPH_FEATURES + DEVICE_FEATURES + CONTEXT_FEATURES
+                           + ("r_log_epochs", "r_log_total_steps"))
 ABLATION: tuple[str, ...] = ("analytic", "gbt-totals", "mlp-totals", "physics-gbt",
                              "physics-mlp", "physics")
 
