@@ -37,12 +37,16 @@ def _run(args: argparse.Namespace) -> int:
     kw = {"max_it_rg": args.max_it} if args.max_it else {}
     kw["pr_objective"] = args.pr_objective
     kw["proxy"] = args.proxy
+    kw["candidates"] = args.candidates
+    kw["repack"] = args.repack
     res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=sys.stderr.isatty(),
                    full_log=args.full_log)
     write_results(res, args.output, {"instance": str(args.instance), "seed": args.seed,
                                      "tjng_source": p.params.tjng_source,
                                      "method_name": args.method, "pr_objective": args.pr_objective,
                                      "proxy": args.proxy,
+                                     "candidates": args.candidates or 1,
+                                     "repack": args.repack is not False,
                                      "placement": p.params.placement,
                                      "interval_s": str(p.params.interval), "horizon_s": p.params.H})
     s = res.summary
@@ -81,6 +85,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sp.add_argument("--proxy", choices=("cost", "reference", "p1a"), default="cost",
                     help="RG/PR selection proxy: 'cost' (default: what a solution will cost), "
                          "'reference' (the reference C++'s objective), 'p1a' (seed 002's P1a)")
+    sp.add_argument("--candidates", type=pos_int, default=None,
+                    help="RG/PR: configurations a randomized construction draws each job's from "
+                         "(its N best; default 1, the best only; 3 was the earlier default)")
+    sp.add_argument("--repack", action=argparse.BooleanOptionalAction, default=None,
+                    help="RG/PR: split part-filled nodes into exactly-filled smaller VMs when the "
+                         "proxy prefers it (default on; --no-repack: the earlier behaviour)")
     sp.add_argument("--placement", choices=("largest", "per-job"), default=None,
                     help="node placement: 'largest' (default; the reference's: a new node is the "
                          "largest VM of the job's GPU type, later jobs best-fit into open nodes of "
