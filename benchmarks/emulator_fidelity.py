@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -188,7 +189,8 @@ def measured_calibration(root: Path, cache: GraphCache, params: EmulatorParams) 
         rows = []
         for r in ok.itertuples():
             job = JobSpec(r.model, r.dataset, r.optimizer, int(r.batch_size), int(r.epochs),
-                          steps_per_epoch=int(r.steps_per_epoch))
+                          steps_per_epoch=int(r.steps_per_epoch),
+                          precision=str(getattr(r, "precision", "fp32") or "fp32"))
             rows.append((job, GraphCost.from_graph(cache.get_or_export(job), job.batch_size),
                          cat[name], float(r.exec_time_s)))
         half = len(rows) // 2
@@ -307,7 +309,9 @@ def main() -> None:
     r18 = [p for p in single if p.label.startswith("resnet18")]
     m50 = [p for p in multi if p.label.startswith("resnet50")]
     m18 = [p for p in multi if p.label.startswith("resnet18")]
-    prior = EmulatorParams()
+    # the defaults, plus the host eras other than legacy (fitted by emulator_vs_gpu.py --fit on
+    # the measured H100; no Gavel or seed 001 device is in them)
+    prior = EmulatorParams(host_eras=default_params().host_eras)
     r18_fit = [p for p in r18 if p.device.name == "p100"]
     r18_test = [p for p in r18 if p.device.name != "p100"]
     fitted = fit_multi_gpu(m50, fit_step_sync(r18_fit, fit_arch_eff(r50, prior)))
@@ -344,7 +348,9 @@ def main() -> None:
     families(gavel, cache, load_alexnet(data / "gpuscheduler" / "data_2d10d_filtered.csv"),
              fitted, data)
     if args.write:
-        fitted.save(CALIBRATION_FILE, provenance=PROVENANCE)
+        old = json.loads(CALIBRATION_FILE.read_text()).get("provenance", "")
+        eras = old[old.find("; host_eras."):] if "; host_eras." in old else ""
+        fitted.save(CALIBRATION_FILE, provenance=PROVENANCE + eras)
         print(f"\nwrote {CALIBRATION_FILE}")
 
 

@@ -24,6 +24,9 @@ DEFAULT_CATALOG: Path = bundled("devices.toml")
 ARCHS: tuple[str, ...] = (
     "kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper",
 )
+#: Host/software generations: ``legacy`` = 2015-2019 CPUs with PyTorch 1.x / TensorFlow 1.x
+#: (seed 001's and Gavel's machines); ``modern`` = 2021+ CPUs with PyTorch 2.x, cuDNN 9.
+HOST_ERAS: tuple[str, ...] = ("legacy", "modern")
 #: x16 payload bandwidth per direction in GB/s by PCIe generation (PCI-SIG).
 PCIE_GBS: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0}
 
@@ -36,7 +39,8 @@ class DeviceSpec:
     ``tf32_tflops`` the TF32 tensor-core peak (0: none). ``host_single_core`` is relative to an
     i7-4790K (seed 001's GTX 1080 host). ``host_cpu_quota`` limits the cores the input pipeline
     may use (0: all ``host_threads``), which is how the catalog expresses seed 001's RTX 2070
-    machine "simulated as a low-performance system".
+    machine "simulated as a low-performance system". ``host_era`` names the host/software
+    generation whose host-side costs the emulator uses (``HOST_ERAS``; docs/emulator.md).
     """
 
     name: str
@@ -56,6 +60,7 @@ class DeviceSpec:
     host_threads: int
     host_single_core: float
     host_cpu_quota: float
+    host_era: str = "legacy"
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -101,6 +106,9 @@ def _parse(name: str, d: dict[str, Any], path: Path) -> DeviceSpec:
             kw[f.name] = float(v)
         else:
             kw[f.name] = str(v)
+    if kw["host_era"] not in HOST_ERAS:
+        raise InputError(f"{path}: device {name!r} has unknown host_era {kw['host_era']!r}; "
+                         f"known: {', '.join(HOST_ERAS)}")
     if kw["arch"] not in ARCHS:
         raise InputError(f"{path}: device {name!r} has unknown arch {kw['arch']!r}")
     for k in ("fp32_tflops", "mem_gb", "mem_bw_gbs", "host_cores", "host_single_core"):

@@ -109,14 +109,17 @@ def exec_time_errors(rows: list[tuple[JobSpec, GraphCost, DeviceSpec, float]],
 def fit_device(rows: list[tuple[JobSpec, GraphCost, DeviceSpec, float]],
                params: EmulatorParams) -> EmulatorParams:
     """Per-device calibration on a measured dataset: the device architecture's efficiency and
-    the start-up time, least squares on log execution time."""
-    arch = rows[0][2].arch
+    the start-up time (its host era's when the era sets one), least squares on log
+    execution time."""
+    arch, era = rows[0][2].arch, rows[0][2].host_era
+    in_era = "startup_s" in params.host_eras.get(era, {})  # the era's start-up, if it has one
 
     def with_x(x: np.ndarray) -> EmulatorParams:
-        return params.with_(arch_eff={**params.arch_eff, arch: float(np.exp(x[0]))},
-                            startup_s=float(np.exp(x[1])))
+        q = params.with_(arch_eff={**params.arch_eff, arch: float(np.exp(x[0]))})
+        st = float(np.exp(x[1]))
+        return _with_era(q, era, {"startup_s": st}) if in_era else q.with_(startup_s=st)
 
-    x0 = [np.log(params.arch_eff.get(arch, 1.0)), np.log(params.startup_s)]
+    x0 = [np.log(params.arch_eff.get(arch, 1.0)), np.log(params.for_era(era).startup_s)]
     res = least_squares(lambda x: exec_time_errors(rows, with_x(x)), x0,
                         bounds=([-3.0, np.log(0.5)], [3.0, np.log(300.0)]), loss="soft_l1",
                         f_scale=0.1)
@@ -208,3 +211,68 @@ def fit_published(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
                          for pr, k in (("fp32", "fp32"), ("amp-fp16", "amp"))))
 
     return arch(p, "turing", brentq(turing, 0.05, 5.0))
+
+
+#: Host-side parameters fitted per host era (``EmulatorParams.host_eras``).
+HOST_STEP_PARAMS: tuple[str, ...] = ("step_sync_ms", "dispatch_us", "cudnn_dispatch_us")
+HOST_RUN_PARAMS: tuple[str, ...] = ("startup_s", "autotune_s_per_conv")
+
+
+def _with_era(params: EmulatorParams, era: str, values: dict[str, float]) -> EmulatorParams:
+    eras = {k: dict(v) for k, v in params.host_eras.items()}
+    eras[era] = {**eras.get(era, {}), **values}
+    return params.with_(host_eras=eras)
+
+
+def host_step_errors(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]],
+                     params: EmulatorParams) -> np.ndarray:
+    """log(emulated / measured) in-process step time of (job, cost, device, seconds) rows: the
+    emulator's step without its input pipeline, ``max(t_gpu, t_dispatch) + t_sync`` (the
+    measurement has the batch on the GPU already)."""
+    out = []
+    for j, c, d, t in rows:
+        e = estimate(j, c, d, params)
+        out.append(np.log((max(e.t_gpu_s, e.t_dispatch_s) + e.t_sync_s) / t))
+    return np.asarray(out, dtype=np.float64)
+
+
+def fit_host_steps(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]],
+                   params: EmulatorParams, era: str) -> EmulatorParams:
+    """``HOST_STEP_PARAMS`` of host era ``era`` (all rows' devices must be of that era) on
+    measured in-process step times, robust least squares on the log ratio; views are taken as
+    free (``view_dispatch_us`` = 0: not identifiable on CNN graphs, < 3 % of their ops)."""
+    if any(d.host_era != era for _, _, d, _ in rows):
+        raise InputError(f"fit_host_steps: every device must be of host era {era!r}")
+    base = _with_era(params, era, {"view_dispatch_us": 0.0})
+    cur = base.for_era(era)
+
+    def with_x(x: np.ndarray) -> EmulatorParams:
+        return _with_era(base, era, dict(zip(HOST_STEP_PARAMS, map(float, np.exp(x)))))
+
+    x0 = np.log([max(1e-3, getattr(cur, k)) for k in HOST_STEP_PARAMS])
+    res = least_squares(lambda x: host_step_errors(rows, with_x(x)), x0,
+                        bounds=(np.log(1e-3), np.log(1e3)), loss="soft_l1", f_scale=0.1)
+    return with_x(res.x)
+
+
+def fit_host_runs(rows: list[tuple[JobSpec, GraphCost, DeviceSpec, float]],
+                  params: EmulatorParams, era: str, names: tuple[str, ...] = HOST_RUN_PARAMS,
+                  pipeline: tuple[str, ...] = ()) -> EmulatorParams:
+    """``names`` of host era ``era`` (default start-up and cuDNN autotuning per convolution
+    configuration) and the input-pipeline cost per sample of the datasets ``pipeline``
+    (``cpu_ms_per_sample``, not era-specific: it is the measured job's own pipeline) on
+    measured execution times of whole runs, robust least squares on the log ratio."""
+    if any(d.host_era != era for _, _, d, _ in rows):
+        raise InputError(f"fit_host_runs: every device must be of host era {era!r}")
+    cur = params.for_era(era)
+
+    def with_x(x: np.ndarray) -> EmulatorParams:
+        v = list(map(float, np.exp(x)))
+        q = _with_era(params, era, dict(zip(names, v[:len(names)])))
+        return q.with_(cpu_ms_per_sample={**q.cpu_ms_per_sample, **dict(zip(pipeline, v[len(names):]))})
+
+    x0 = np.log([max(1e-3, getattr(cur, k)) for k in names]
+                + [max(1e-3, params.cpu_ms_per_sample.get(k, params.cpu_ms_default)) for k in pipeline])
+    res = least_squares(lambda x: exec_time_errors(rows, with_x(x)), x0,
+                        bounds=(np.log(1e-3), np.log(300.0)), loss="soft_l1", f_scale=0.1)
+    return with_x(res.x)

@@ -69,6 +69,9 @@ class EmulatorParams:
         launch_us: GPU-side gap per kernel (launch latency), microseconds.
         dispatch_us: host-side framework cost per kernel on a reference core, microseconds
             (PyTorch eager dispatch); the main thread must issue every kernel.
+        cudnn_dispatch_us: the same for a convolution or normalisation kernel (cuDNN calls:
+            descriptor and execution-plan set-up), microseconds.
+        view_dispatch_us: the same for a view op (no kernel), microseconds.
         host_gbs: streaming memory bandwidth of one reference host core, GB/s (a host-side
             optimizer, ``perf.host_serial_times``); assumed from one-thread STREAM figures of
             2014-2016 desktop/server cores (10-15 GB/s), not fitted.
@@ -95,6 +98,10 @@ class EmulatorParams:
         stall_s: mean stall length, seconds.
         iter_jitter: relative standard deviation of step lengths in traces.
         max_trace_samples: longest trace; longer runs are sampled more coarsely.
+        host_eras: per host/software generation (``DeviceSpec.host_era``), the host-side
+            parameters that replace the ones above on that generation's devices
+            (:meth:`for_era`; docs/emulator.md "Host eras"). The values above are the
+            ``legacy`` era's (seed 001's and Gavel's machines).
     """
 
     class_eff: dict[str, float] = field(default_factory=_default_class_eff)
@@ -105,6 +112,8 @@ class EmulatorParams:
     fill_threads_per_sm: float = 2048.0
     launch_us: float = 3.0
     dispatch_us: float = 12.0
+    cudnn_dispatch_us: float = 12.0
+    view_dispatch_us: float = 12.0
     step_sync_ms: float = 5.0
     cpu_ms_per_sample: dict[str, float] = field(default_factory=_default_cpu_ms)
     cpu_ms_per_kind: dict[str, float] = field(default_factory=_default_cpu_ms_kind)
@@ -126,6 +135,19 @@ class EmulatorParams:
     stall_s: float = 1.0
     iter_jitter: float = 0.05
     max_trace_samples: float = 200_000
+    host_eras: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def for_era(self, era: str) -> EmulatorParams:
+        """These parameters with the host-era overrides of ``era`` applied (unchanged for an
+        era without overrides, e.g. ``legacy``)."""
+        over = self.host_eras.get(era)
+        if not over:
+            return self
+        kw: dict[str, Any] = {}
+        for k, v in over.items():
+            cur = getattr(self, k)
+            kw[k] = {**cur, **v} if isinstance(cur, dict) else float(v)
+        return replace(self, **kw)
 
     def with_(self, **changes: Any) -> EmulatorParams:
         return replace(self, **changes)
@@ -145,7 +167,12 @@ class EmulatorParams:
             if k not in names:
                 continue
             cur = getattr(base, k)
-            kw[k] = {**cur, **{str(a): float(b) for a, b in v.items()}} if isinstance(cur, dict) else float(v)
+            if k == "host_eras":
+                kw[k] = {str(era): _era_overrides(str(era), o, names) for era, o in dict(v).items()}
+            elif isinstance(cur, dict):
+                kw[k] = {**cur, **{str(a): float(b) for a, b in v.items()}}
+            else:
+                kw[k] = float(v)
         return cls(**kw)
 
     def save(self, path: str | Path, **extra: Any) -> Path:
@@ -158,6 +185,17 @@ class EmulatorParams:
         from gpuscope.io import read_json
 
         return cls.from_dict(read_json(path, "emulator parameters", kind=dict))
+
+
+def _era_overrides(era: str, over: Any, names: set[str]) -> dict[str, Any]:
+    """One era's overrides: known scalar parameters (floats) or per-dataset tables."""
+    if not isinstance(over, dict):
+        raise InputError(f"host era {era!r}: expected a table of parameters")
+    unknown = sorted((set(over) - names) | ({"host_eras"} & set(over)))
+    if unknown:
+        raise InputError(f"host era {era!r}: unknown parameter(s) {', '.join(unknown)}")
+    return {str(k): ({str(a): float(b) for a, b in v.items()} if isinstance(v, dict) else float(v))
+            for k, v in over.items()}
 
 
 def default_params() -> EmulatorParams:

@@ -46,14 +46,17 @@ the GPU (``launch``) and overlap with it, so they are not charged twice.
   before: FP32 rate); the optimizer update stays FP32.
 
 Host, in parallel: the main thread dispatches every op (``dispatch_us`` per op on a reference
-core) and synchronises once per step (``step_sync_ms``); the input pipeline prepares the next
+core; ``cudnn_dispatch_us`` per convolution/normalisation kernel, ``view_dispatch_us`` per
+view) and synchronises once per step (``step_sync_ms``), with the values of the device's host
+era (``DeviceSpec.host_era``, ``EmulatorParams.for_era``); the input pipeline prepares the next
 batch (``cpu_ms_per_sample * batch / (cores * speed)``). One iteration lasts
 ``max(max(t_gpu, t_dispatch) + t_sync + t_serial, workers * t_gpu, t_pipeline)``:
 ``t_serial`` is host work the device waits for and ``workers`` the processes sharing the GPU
 (``hostwork``: an RL job's environment steps, a host-side optimizer, Hogwild workers, a sparse
 batch built on the main thread, which is then copied as COO and densified on the device; 0 and
 1 for other jobs). NVML's utilization.gpu is the busy fraction ``t_gpu / t_iter``, utilization.memory the memory-busy fraction. Execution time =
-start-up (CUDA context, cuDNN autotuning, weights upload) + epochs x (steps x t_iter +
+start-up (process and CUDA context, cuDNN autotuning of each distinct convolution
+configuration, weights upload) + epochs x (steps x t_iter +
 evaluation + checkpoint) + expected input-pipeline stalls.
 """
 
@@ -91,6 +94,7 @@ PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 _CLASS_INDEX = {c: i for i, c in enumerate(OP_CLASSES)}
 _NO_KERNEL_CLASSES = frozenset({"constant", "control"})
 _TF32_ARCHS = frozenset({"ampere", "ada", "hopper"})
+_CUDNN_CLASSES = frozenset({"conv", "norm"})
 _VIEW_OPS = VIEW_OPS  # kept for importers of the old name
 _op_base = op_base
 #: Kernels per timestep of a recurrent layer: cuDNN's recurrent GEMM and its fused element-wise
@@ -137,6 +141,19 @@ def _winograd_convs(graph: OpGraph) -> set[int]:
     return out
 
 
+def _conv_configs(graph: OpGraph) -> int:
+    """Distinct forward convolution configurations (input, weight and output shapes, dtype):
+    cuDNN's autotuner (``cudnn.benchmark``) benchmarks each configuration once and caches it,
+    so ResNet-101's 104 convolutions cost about as much to tune as ResNet-50's 53."""
+    ins: dict[int, list[tuple[int, ...]]] = {}
+    convs = {i for i, n in enumerate(graph.nodes) if n.op_class == "conv" and n.phase == "forward"}
+    for s, d in graph.edges:
+        if d in convs:
+            ins.setdefault(d, []).append(tuple(graph.nodes[s].shape))
+    return len({(tuple(sorted(ins.get(i, []))), tuple(graph.nodes[i].shape), graph.nodes[i].dtype_bytes)
+                for i in convs})
+
+
 @dataclass(frozen=True)
 class GraphCost:
     """Device-independent arrays of one OpGraph's kernels (built once, reused per device).
@@ -178,6 +195,11 @@ class GraphCost:
     workers: int = 1
     sparse_nnz_per_sample: float = 0.0
     sparse_dense_width: int = 0
+    n_views: int = 0
+    n_views_forward: int = 0
+    n_cudnn: int = 0
+    n_cudnn_forward: int = 0
+    n_conv_configs: int = 0
 
     @classmethod
     def from_graph(cls, graph: OpGraph, batch_size: int | None = None) -> GraphCost:
@@ -231,7 +253,23 @@ class GraphCost:
             optimizer=np.array([n.phase == "optimizer" for n in kern], dtype=bool),
             scalar=np.array([n.numel <= 1 for n in kern], dtype=bool),
             half_traced=any(n.dtype_bytes == 2 and n.op_class in ("conv", "matmul") for n in kern),
+            n_views=len(dispatch) - len(kern),
+            n_views_forward=sum(1 for n in dispatch if n.phase == "forward") - sum(1 for n in kern if n.phase == "forward"),
+            n_cudnn=sum(1 for n in kern if n.op_class in _CUDNN_CLASSES),
+            n_cudnn_forward=sum(1 for n in kern if n.op_class in _CUDNN_CLASSES and n.phase == "forward"),
+            n_conv_configs=_conv_configs(graph),
         )
+
+    def dispatch_s(self, params: EmulatorParams, speed: float, forward_only: bool = False) -> float:
+        """Host time to dispatch the step's ops (or its forward ops), seconds: ``dispatch_us``
+        per op, ``cudnn_dispatch_us`` per convolution/normalisation kernel and
+        ``view_dispatch_us`` per view instead (all equal in the legacy era)."""
+        n = self.n_dispatch_forward if forward_only else self.n_dispatch
+        nc = self.n_cudnn_forward if forward_only else self.n_cudnn
+        nv = self.n_views_forward if forward_only else self.n_views
+        us = (n * params.dispatch_us + nc * (params.cudnn_dispatch_us - params.dispatch_us)
+              + nv * (params.view_dispatch_us - params.dispatch_us))
+        return us * 1e-6 / speed
 
 
 @dataclass(frozen=True)
@@ -247,6 +285,7 @@ class Estimate:
     t_dispatch_s: float
     t_pipeline_s: float
     iter_s: float
+    t_sync_s: float
     gpu_util: float
     gpu_mem_util: float
     cpu_util: float
@@ -327,7 +366,7 @@ def estimate(
     params: EmulatorParams | None = None,
 ) -> Estimate:
     """Emulate ``job`` on ``device`` from its training-step graph (see the module docstring)."""
-    p = params or default_params()
+    p = (params or default_params()).for_era(device.host_era)
     cost = graph if isinstance(graph, GraphCost) else GraphCost.from_graph(graph, job.batch_size)
     prec = job_precision(job)
     # a graph traced under autocast already holds half-precision activations and weight casts
@@ -347,7 +386,7 @@ def estimate(
     t_h2d = batch_h2d_bytes(cost, job) / (device.pcie_gbs * 1e9 * p.h2d_eff)
     t_h2d += sparse_densify_s(cost, job.batch_size, device, p)
     t_gpu += t_h2d
-    t_dispatch = cost.n_dispatch * p.dispatch_us * 1e-6 / speed
+    t_dispatch = cost.dispatch_s(p, speed)
     cores = device.host_pipeline_cores
     # an RL job's environment is its input pipeline, stepped in line with the device; a sparse
     # batch built on the main thread is too (no loader workers)
@@ -365,12 +404,11 @@ def estimate(
     busy_cores = (cpu_per_iter + t_dispatch + t_sync + t_serial) / iter_s
     cpu_util = min(1.0, busy_cores / device.host_threads)
 
-    n_conv = cost.n_conv_forward
-    startup = (p.startup_s + p.autotune_s_per_conv * n_conv
+    startup = (p.startup_s + p.autotune_s_per_conv * cost.n_conv_configs
                + cost.param_bytes / (device.pcie_gbs * 1e9 * p.h2d_eff))
     steps = job.steps
     eval_steps = max(1, math.ceil(p.eval_fraction * steps))
-    eval_iter = max(t_fwd + t_h2d, cost.n_dispatch_forward * p.dispatch_us * 1e-6 / speed, t_pipe)
+    eval_iter = max(t_fwd + t_h2d, cost.dispatch_s(p, speed, forward_only=True), t_pipe)
     eval_s = eval_steps * eval_iter
     ckpt_s = 0.2 + cost.param_bytes * (1 + OPTIMIZER_COPIES.get(job.optimizer, 1)) / (p.ckpt_gbs * 1e9)
     train_s = job.epochs * (steps * iter_s + eval_s + ckpt_s)
@@ -381,7 +419,7 @@ def estimate(
         status, exec_s = "oom", startup
     return Estimate(
         device=device.name, status=status, t_gpu_s=t_gpu, t_gpu_fwd_s=t_fwd, t_mem_s=t_mem,
-        t_dispatch_s=t_dispatch, t_pipeline_s=t_pipe, iter_s=iter_s,
+        t_dispatch_s=t_dispatch, t_pipeline_s=t_pipe, iter_s=iter_s, t_sync_s=t_sync,
         gpu_util=min(1.0, t_gpu_all / iter_s),
         gpu_mem_util=min(1.0, cost.workers * t_mem / iter_s),
         cpu_util=cpu_util, mem_mb=mem.total_mb, memory=mem, startup_s=startup, eval_s=eval_s,
