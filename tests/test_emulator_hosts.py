@@ -13,7 +13,7 @@ from test_emulator import conv_net, job
 from gpuscope.devices import HOST_ERAS, _parse, get_device, load_catalog
 from gpuscope.emulator import EmulatorParams, default_params, estimate
 from gpuscope.emulator.calibrate import HOST_RUN_PARAMS, HOST_STEP_PARAMS
-from gpuscope.emulator.perf import GraphCost
+from gpuscope.emulator.perf import GraphCost, gpu_times
 from gpuscope.errors import InputError
 
 MODERN = {"step_sync_ms": 2.0, "dispatch_us": 20.0, "cudnn_dispatch_us": 90.0,
@@ -88,3 +88,15 @@ def test_calibrated_modern_era_is_fitted_and_faster_per_op() -> None:
     assert set(HOST_STEP_PARAMS) | set(HOST_RUN_PARAMS) <= set(m)
     # a 2021+ host with PyTorch 2.x: less serial latency per step than the 2016 P100 host
     assert m["step_sync_ms"] < p.step_sync_ms
+
+
+def test_amp_convolutions_pay_nchw_layout_transposes() -> None:
+    cost = GraphCost.from_graph(conv_net(32), 32)
+    dev = get_device("a100")
+    with_t = gpu_times(cost, dev, P, "amp-fp16")[0]
+    without = gpu_times(cost, dev, P.with_(amp_layout_passes=0.0), "amp-fp16")[0]
+    assert with_t > without
+    # FP32/TF32 convolutions and devices without half-precision tensor cores pay nothing
+    assert gpu_times(cost, dev, P, "fp32") == gpu_times(cost, dev, P.with_(amp_layout_passes=0.0), "fp32")
+    p100 = get_device("p100")
+    assert gpu_times(cost, p100, P, "amp-fp16") == gpu_times(cost, p100, P.with_(amp_layout_passes=0.0), "amp-fp16")

@@ -189,7 +189,8 @@ def fit_published(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
     a100 = replace(get_device("a100"), mem_gb=80.0, mem_bw_gbs=2039.0)  # DGX A100 80GB
 
     def thr(dev: DeviceSpec, prec: str, prm: EmulatorParams, fwd: bool = False) -> float:
-        t, tf, _ = gpu_times(cost, dev, prm, prec)
+        # NVIDIA's AMP recipes run channels-last (NHWC): no layout transposes
+        t, tf, _ = gpu_times(cost, dev, prm.with_(amp_layout_passes=0.0), prec)
         return b / (tf if fwd else t)
 
     def arch(prm: EmulatorParams, name: str, x: float) -> EmulatorParams:

@@ -83,6 +83,9 @@ class EmulatorParams:
         cpu_ms_default: the same for anything else.
         amp_act_factor: saved-activation bytes under AMP over those of the FP32 trace (most
             saved tensors are half precision; softmax, norm statistics and losses stay FP32).
+        amp_layout_passes: extra memory passes over a convolution's traffic when it runs on
+            half-precision tensor cores with NCHW tensors: cuDNN transposes the input to NHWC
+            and the output back (a read and a write of each; 2, not fitted).
         h2d_eff: achievable fraction of PCIe bandwidth for the batch copy.
         startup_s: process start, framework import and CUDA context creation.
         autotune_s_per_conv: cuDNN autotuning per forward convolution at start-up.
@@ -120,6 +123,7 @@ class EmulatorParams:
     cpu_ms_default: float = 0.05
     host_gbs: float = 10.0
     amp_act_factor: float = 0.6
+    amp_layout_passes: float = 2.0
     h2d_eff: float = 0.7
     startup_s: float = 6.0
     autotune_s_per_conv: float = 0.03

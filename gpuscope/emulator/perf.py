@@ -43,7 +43,9 @@ the GPU (``launch``) and overlap with it, so they are not charged twice.
 * ``tf32``: convolutions and matmuls on the TF32 tensor-core peak (Ampere and later);
 * ``amp-fp16``: convolutions and matmuls on the FP16 tensor-core peak (Volta and later), all
   activation traffic halved; ``amp-bf16``: the same on Ampere and later (no BF16 tensor cores
-  before: FP32 rate); the optimizer update stays FP32.
+  before: FP32 rate); the optimizer update stays FP32. Half-precision tensor-core convolutions
+  on NCHW tensors (PyTorch's default memory format) also pay cuDNN's NCHW<->NHWC transposes:
+  ``amp_layout_passes`` more passes over each convolution's traffic, memory-bound.
 
 Host, in parallel: the main thread dispatches every op (``dispatch_us`` per op on a reference
 core; ``cudnn_dispatch_us`` per convolution/normalisation kernel, ``view_dispatch_us`` per
@@ -339,9 +341,24 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     t_flop = cost.flops / (rate * arch * fill)
     if cost.work_mem is not None:  # a recurrence streams one step's bytes at a time
         fill = cost.work_mem / (cost.work_mem + device.sm_count * params.fill_threads_per_sm)
-    t_mem = byts / (device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill)
+    bw = device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill
+    t_mem = byts / bw
     launches = 1.0 if cost.steps is None else np.where(cost.steps > 0, cost.steps * RNN_KERNELS_PER_STEP, 1.0)
-    return np.maximum(t_flop, t_mem) + params.launch_us * 1e-6 * launches, t_mem
+    t_op = np.maximum(t_flop, t_mem) + params.launch_us * 1e-6 * launches
+    if params.amp_layout_passes > 0 and _half_tensor_convs(cost, device, precision):
+        # NCHW activations: cuDNN's half-precision tensor-core kernels work in NHWC, so each
+        # convolution (forward and backward) is wrapped in layout transposes of its tensors
+        t_lay = np.where(cost.cls == _CLASS_INDEX["conv"], params.amp_layout_passes * byts / bw, 0.0)
+        t_op, t_mem = t_op + t_lay, t_mem + t_lay
+    return t_op, t_mem
+
+
+def _half_tensor_convs(cost: GraphCost, device: DeviceSpec, precision: str) -> bool:
+    """Whether convolutions run on half-precision tensor cores (see ``_mm_rate``)."""
+    if device.tensor_tflops <= 0:
+        return False
+    return (precision == "amp-fp16" or cost.half_traced
+            or (precision == "amp-bf16" and device.arch in _TF32_ARCHS))
 
 
 def gpu_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
