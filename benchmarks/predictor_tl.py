@@ -54,18 +54,25 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--reuse-bundled", action="store_true",
-                    help="use datasets/checkpoints/<source>.pt as the source model")
+                    help="use datasets/checkpoints/<source>.pt as the source model when it is "
+                    "a GNN (format 1) checkpoint; else the source is trained")
     a = ap.parse_args()
     base = {"steps": a.steps or None, "epochs": a.epochs, "patience": a.patience, "seed": a.seed}
     import pandas as pd
 
+    from gpuscope.errors import CheckpointError
     from gpuscope.predictor import fit_predictor, load_checkpoint, load_dataset, save_checkpoint
 
     FIG.mkdir(parents=True, exist_ok=True)
     bundled = ROOT / "datasets" / "checkpoints" / f"{a.source}.pt"
     src_path = FIG / f".tl_source_{a.source}.pt"
-    if a.reuse_bundled and bundled.is_file():  # the bundled model, same recipe (fp16 weights)
-        src_bundle = load_checkpoint(bundled)
+    src_bundle = None
+    if a.reuse_bundled and bundled.is_file():  # a bundled GNN, same recipe (fp16 weights)
+        try:
+            src_bundle = load_checkpoint(bundled)
+        except CheckpointError as e:  # since issue 13 the bundled <device>.pt are physics
+            print(f"not reusing {bundled.name}: {e}; training the source GNN")
+    if src_bundle is not None:
         src_val, src_epochs = float(src_bundle.train["best_val_mse"]), \
             int(src_bundle.train["epochs_run"])
         src_s = float(src_bundle.train["seconds"])

@@ -19,7 +19,8 @@ Physics-informed v2 (issue 13; the bundled ``<device>.pt`` and ``multi.pt``):
   checkpoint dict, ``save_physics``; ``PhysicsPredictor.predict(jobs)`` with ``in_domain``,
   ``domain_reason``, ``oom``; ``load_predictor`` opens either format;
 * ``run_ablation`` / ``family_split`` (leave-family-out, seeds, 95 % intervals);
-* ``build_corpus`` / ``architectures``; ``tl_curve`` (Gavel measured, emulated → measured).
+* ``build_corpus`` / ``architectures``; ``measured_curve`` (shrunk corrections of the emulator
+  on measured step times, Gavel and real H100: ``residual_tl``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ _WHERE: dict[str, str] = {
     "FeatureBuilder": "physics", "HybridModel": "hybrid", "load_physics": "v2data",
     "PhysicsData": "v2data", "PhysicsPredictor": "physpredict", "fit_physics": "physpredict",
     "save_physics": "physpredict", "run_ablation": "v2eval", "family_split": "v2eval",
-    "build_corpus": "corpus", "architectures": "corpus", "tl_curve": "gavel_tl",
+    "build_corpus": "corpus", "architectures": "corpus", "measured_curve": "residual_tl",
 }
 __all__ = sorted(_WHERE)
 

@@ -9,17 +9,9 @@ Rows: every (job type, batch size) whose model is in gpuscope's catalog (``GAVEL
 on each Gavel GPU. Label: the per-step log-correction c = log(t_measured / t_analytic) of the
 emulator's estimate (``physics.STEP_FEATURES`` are the inputs).
 
-Protocol (``tl_curve``): leave one model out (all its batch sizes and GPUs are the test
-rows); from the other models' rows keep a seeded fraction f ∈ {10, 25, 50, 100 %}; fit
-
-* ``analytic``: c = 0 (the emulator alone);
-* ``scratch``: a fresh MLP on the kept measured rows only;
-* ``tl``: the MLP pretrained on emulated rows (``pretrain``), fine-tuned on the kept rows
-  with an L2 pull toward the pretrained weights (``anchor`` 1.0, 100 epochs: the default
-  pull of 0.01 / 200 epochs was tried first and did worse than the emulator alone, 120 % vs
-  60 % at 25 %; both settings are reported in docs/predictor.md);
-
-and score the held-out model's step-time MAPE; mean over held-out models and seeds.
+The held-out protocol and the correctors (shrunk toward the emulator, and the MLP pretrained
+here by ``pretrain`` and fine-tuned with an L2 pull, anchor 1.0) are in
+``gpuscope.predictor.residual_tl``.
 """
 
 from __future__ import annotations
@@ -195,52 +187,3 @@ def pretrain(frame: pd.DataFrame, correction: np.ndarray, seed: int = 0,
     """An MLP on emulated rows' per-step corrections (its state, for ``tl_curve``)."""
     X = frame[list(STEP_FEATURES)].to_numpy(np.float64)
     return MaskedMLP(epochs=epochs, random_state=seed).fit(X, correction[:, None]).get_state()
-
-
-def _mape(pred_c: np.ndarray, data: GavelData, rows: np.ndarray) -> float:
-    t = data.rows["step_s"].to_numpy()[rows]
-    p = data.frame["an_iter_s"].to_numpy()[rows] * np.exp(pred_c)
-    return float(100 * np.mean(np.abs(p - t) / t))
-
-
-def tl_curve(data: GavelData, source: dict[str, Any] | None,
-             fractions: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0),
-             seeds: tuple[int, ...] = (0, 1, 2), finetune_epochs: int = 100,
-             anchor: float = 1.0) -> pd.DataFrame:
-    """Long table ``held_out, fraction, seed, method, mape_pct, train_rows`` (see module)."""
-    X = data.frame[list(STEP_FEATURES)].to_numpy(np.float64)
-    c = data.correction
-    fam = data.rows["family"].to_numpy()
-    out = []
-    for held in sorted(set(fam)):
-        test = np.flatnonzero(fam == held)
-        pool = np.flatnonzero(fam != held)
-        if pool.size < 2:  # one model only: nothing to learn from but the emulator
-            out.append({"held_out": held, "fraction": 0.0, "seed": -1, "method": "analytic",
-                        "mape_pct": _mape(np.zeros(test.size), data, test), "train_rows": 0})
-            continue
-        out.append({"held_out": held, "fraction": 0.0, "seed": -1, "method": "analytic",
-                    "mape_pct": _mape(np.zeros(test.size), data, test), "train_rows": 0})
-        for f in fractions:
-            for s in seeds:
-                rng = np.random.default_rng(1000 * s + int(f * 100))
-                k = max(2, round(f * pool.size))
-                tr = np.sort(rng.choice(pool, size=min(k, pool.size), replace=False))
-                scratch = MaskedMLP(random_state=s).fit(X[tr], c[tr, None])
-                res = {"scratch": scratch.predict(X[test])[:, 0]}
-                if source is not None:
-                    tl = MaskedMLP(epochs=finetune_epochs, lr=1e-3, l2_to_init=anchor,
-                                   random_state=s)
-                    tl.fit(X[tr], c[tr, None], init=source)
-                    res["tl"] = tl.predict(X[test])[:, 0]
-                for name, pc in res.items():
-                    out.append({"held_out": held, "fraction": f, "seed": s, "method": name,
-                                "mape_pct": _mape(pc, data, test), "train_rows": int(tr.size)})
-    return pd.DataFrame(out)
-
-
-def summarise_curve(long: pd.DataFrame) -> pd.DataFrame:
-    """Mean MAPE over held-out models (and seeds) per (method, fraction)."""
-    g = long.groupby(["method", "fraction"])["mape_pct"]
-    return g.mean().rename("mape_pct").reset_index().merge(
-        long.groupby(["method", "fraction"])["held_out"].nunique().rename("models").reset_index())

@@ -392,6 +392,9 @@ def _curve(ms: MeasuredSet, prior: LinearPrior | None, fractions: Sequence[float
     return pd.DataFrame(out)
 
 
+measured_curve = curve  # the package-level name (``gpuscope.predictor.measured_curve``)
+
+
 def summarise(long: pd.DataFrame) -> pd.DataFrame:
     """Per (set, method, fraction): mean over held-out groups per seed, then mean ± 95 %
     interval over seeds (``emulator`` has no seed: its interval is NaN)."""
