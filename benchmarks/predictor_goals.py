@@ -240,11 +240,12 @@ def measured_section(builder, datas, corpus: Path, seeds, out: Path,  # type: ig
         print(f"H100 (real, leave-family-out): emulator alone {float(hp.loc['emulator', 0.0]):.1f} "
               f"%, TL25 ({pick}) {float(hp.loc[pick, 0.25]):.1f} %, scratch@100 % "
               f"{float(hp.loc['scratch', 1.0]):.1f} %")
-    plot_measured(piv, out / "predictor_tl_gavel.png")
+    plot_measured(piv, out / "predictor_tl_gavel.png", pick)
     return tl25
 
 
-def plot_measured(piv, path: Path) -> None:  # type: ignore[no-untyped-def]
+def plot_measured(piv, path: Path, pick: str = "auto") -> None:  # type: ignore[no-untyped-def]
+    """Both measured sources' curves; ``pick``: the shipped TL corrector (goal line)."""
     try:
         import matplotlib
 
@@ -256,7 +257,7 @@ def plot_measured(piv, path: Path) -> None:  # type: ignore[no-untyped-def]
                   "h100": "real H100 step times, leave-family-out"}
         for ax, (name, p) in zip(axes[0], piv.items(), strict=True):
             fr = [f for f in p.columns if f > 0]
-            for m, lab in (("auto", "TL: shrunk correction (auto)"),
+            for m, lab in ((pick, f"TL: shrunk correction ({pick}, shipped)"),
                            ("tl-mlp", "TL: fine-tuned MLP (previous)"),
                            ("scratch", "scratch (measured rows, no emulator)")):
                 if m in p.index:
