@@ -184,6 +184,6 @@ def gavel_data(builder: FeatureBuilder | None = None, path: str | Path | None = 
 
 def pretrain(frame: pd.DataFrame, correction: np.ndarray, seed: int = 0,
              epochs: int = 400) -> dict[str, Any]:
-    """An MLP on emulated rows' per-step corrections (its state, for ``tl_curve``)."""
+    """An MLP on emulated rows' per-step corrections (its state: the ``tl-mlp`` source of ``residual_tl.curve``)."""
     X = frame[list(STEP_FEATURES)].to_numpy(np.float64)
     return MaskedMLP(epochs=epochs, random_state=seed).fit(X, correction[:, None]).get_state()
