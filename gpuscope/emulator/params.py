@@ -150,7 +150,8 @@ class EmulatorParams:
         kw: dict[str, Any] = {}
         for k, v in over.items():
             cur = getattr(self, k)
-            kw[k] = {**cur, **v} if isinstance(cur, dict) else float(v)
+            val: Any = v  # a dict-valued parameter (e.g. arch_eff) is overridden key by key
+            kw[k] = {**cur, **val} if isinstance(cur, dict) else float(val)
         return replace(self, **kw)
 
     def with_(self, **changes: Any) -> EmulatorParams:

@@ -78,6 +78,7 @@ def _forward_impl(cell: str, xw: torch.Tensor, h0: torch.Tensor, c0: torch.Tenso
     for t in (range(T - 1, -1, -1) if reverse else range(T)):
         gh = F.linear(h, w_hh, b_hh)
         if cell == "lstm":
+            assert c is not None  # an LSTM always carries its cell state
             g = xw[t] + gh
             i, f = torch.sigmoid(g[:, :H]), torch.sigmoid(g[:, H:2 * H])
             gg, o = torch.tanh(g[:, 2 * H:3 * H]), torch.sigmoid(g[:, 3 * H:])
@@ -119,6 +120,7 @@ def _backward_impl(cell: str, grad: torch.Tensor, h0: torch.Tensor, c0: torch.Te
             i, f, gg, o = p[:, H:2 * H], p[:, 2 * H:3 * H], p[:, 3 * H:4 * H], p[:, 4 * H:5 * H]
             tc = p[:, 6 * H:7 * H]
             c_prev = packed[prev, :, 5 * H:6 * H] if inside else c0
+            assert c_prev is not None  # an LSTM always carries its cell state
             dc = dc + grad[t, :, 5 * H:6 * H] + dh * o * (1 - tc * tc)
             d = torch.cat([dc * gg * i * (1 - i), dc * c_prev * f * (1 - f),
                            dc * i * (1 - gg * gg), dh * tc * o * (1 - o)], 1)
@@ -326,9 +328,9 @@ def fused_recurrent_layers(modules: nn.Module) -> Iterator[int]:
         if "forward" in vars(m):
             continue
         if supported(m):
-            m.forward = MethodType(fused_forward, m)  # type: ignore[method-assign]
+            m.forward = MethodType(fused_forward, m)
         elif _cell_of(m) is not None:
-            m.forward = MethodType(fused_cell_forward, m)  # type: ignore[method-assign]
+            m.forward = MethodType(fused_cell_forward, m)
         else:
             continue
         patched.append(m)

@@ -241,7 +241,8 @@ class Ridge(Corrector):
 def source_prior(X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> LinearPrior:
     """The emulated corpus's own correction as a raw-unit linear function (ridge, λ by
     leave-family-out CV on the source) — the prior mean of ``ridge-tl``."""
-    r = Ridge(lambdas=LAMBDAS[:-1]).fit(X, c, groups)
+    r = Ridge(lambdas=LAMBDAS[:-1])
+    r.fit(X, c, groups)
     w = r.theta[:-1] / r.sc.sd
     return LinearPrior(w, float(r.theta[-1] - w @ r.sc.mean))
 

@@ -25,7 +25,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -239,10 +239,10 @@ def build_hf(spec: str, ds: DatasetSpec) -> tuple[nn.Module, str]:
             "masked": transformers.AutoModelForMaskedLM,
             "causal": transformers.AutoModelForCausalLM,
             "seq2seq": transformers.AutoModelForSeq2SeqLM}[task]
-    names = {"image": ma.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES,
+    names = cast(dict[str, Any], {"image": ma.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES,
              "masked": ma.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
              "causal": ma.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-             "seq2seq": ma.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES}[task].get(
+             "seq2seq": ma.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES}[task]).get(
                  config.model_type)
     if isinstance(names, (tuple, list)) and not getattr(config, "architectures", None):
         # several heads for one model type (DeiT: with and without a distillation teacher):
