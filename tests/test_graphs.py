@@ -354,3 +354,24 @@ def test_cli_bad_inputs_exit_2_with_one_line(tmp_path, capsys) -> None:
         assert exc.value.code == 2, (argv, err)
         assert err.count("\n") == 1 and err.startswith("gpuscope: error:"), (argv, err)
         assert "Traceback" not in err
+
+
+def test_graph_cache_digest_covers_every_tracer_module(tmp_path, monkeypatch):
+    """A graph cached before a tracer change must never be served after it: the cache key
+    hashes every module of gpuscope.graphs and gpuscope.workloads plus the job/dataset specs,
+    and changes when any one of them does (here: the fused recurrent ops alone)."""
+    from pathlib import Path
+
+    import gpuscope.graphs.storage as storage
+
+    root = Path(storage.__file__).resolve().parents[1]
+    names = {f.relative_to(root).as_posix() for f in storage.digest_sources()}
+    expected = {f.relative_to(root).as_posix() for d in ("graphs", "workloads")
+                for f in (root / d).glob("*.py")} | {"jobs.py", "dataspec.py"}
+    assert names == expected and "graphs/recurrent.py" in names
+    digest = storage.code_digest.__wrapped__  # memoised per process: call the function itself
+    before = digest()
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: real(p) + (
+        b"# edited" if p.name == "recurrent.py" else b""))
+    assert digest() != before

@@ -85,7 +85,7 @@ def default_cache_dir() -> Path:
 @functools.lru_cache(maxsize=1)
 def code_digest() -> str:
     """sha1 of what an exported graph depends on besides the job: the gpuscope version, the
-    bytes of the workload and graph-frontend sources, and the torch (and, when installed,
+    bytes of ``digest_sources()``, and the torch (and, when installed,
     transformers) versions. Part of every cache entry's name, so a changed model definition,
     tracer or library never serves a stale graph."""
     import importlib.metadata
@@ -98,13 +98,20 @@ def code_digest() -> str:
     except importlib.metadata.PackageNotFoundError:
         pass
     root = Path(__file__).resolve().parents[1]
-    files = sorted((root / "workloads").glob("*.py")) + [
-        root / "graphs" / n for n in ("torch_frontend.py", "aten_ops.py", "export.py",
-                                      "opgraph.py", "tf_frontend.py", "keras_models.py")]
-    for f in files:
-        if f.is_file():
-            h.update(f.name.encode() + f.read_bytes())
+    for f in digest_sources():
+        h.update(f.relative_to(root).as_posix().encode() + f.read_bytes())
     return h.hexdigest()
+
+
+def digest_sources() -> list[Path]:
+    """The sources ``code_digest`` hashes: every module of ``gpuscope.graphs`` (the tracers,
+    the fused recurrent ops, serialisation) and ``gpuscope.workloads`` (model definitions), and
+    the job and dataset specs that shape a traced step. A whole package rather than a list of
+    names, so a module added later (as ``recurrent.py`` was) is covered without anyone
+    remembering to list it; hashing a module the export does not use only costs a cold cache."""
+    root = Path(__file__).resolve().parents[1]
+    return (sorted((root / "graphs").glob("*.py")) + sorted((root / "workloads").glob("*.py"))
+            + [root / "jobs.py", root / "dataspec.py"])
 
 
 class GraphCache:
