@@ -135,3 +135,16 @@ def test_gavel_recommendation_builds_sparse_batches() -> None:
     # Liang et al. 2018 Table 1: 10.0 M interactions over 136,677 users
     assert cost.sparse_nnz_per_sample == pytest.approx(73.165, abs=1e-3)
     assert cost.sparse_dense_width == ML20M_ITEMS
+
+
+def test_bottleneck_counts_host_work_and_shared_gpu() -> None:
+    """The bottleneck label compares what the step waits for: host work the device waits for
+    belongs to the main thread (``dispatch``), and 4 workers sharing the GPU load it 4 times."""
+    d = get_device("k80")
+    e = estimate(JOB, _cost(env_steps=5000), d, P)
+    t_env, _ = host_serial_times(_cost(env_steps=5000), JOB, d, P)
+    assert t_env > 10 * max(e.t_gpu_s, e.t_dispatch_s) and e.bottleneck == "dispatch"
+    # this graph alone dispatches longer than the K80 computes it, but not 4 workers' worth
+    e1, e4 = estimate(JOB, _cost(), d, P), estimate(JOB, _cost(workers=4), d, P)
+    assert e1.t_gpu_s < e1.t_dispatch_s < 4 * e4.t_gpu_s
+    assert (e1.bottleneck, e4.bottleneck) == ("dispatch", "gpu")

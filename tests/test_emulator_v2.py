@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 import torch
+from autograd_saved import saved_storage_bytes
 from torch import nn
 
 from gpuscope.devices import get_device, load_catalog
@@ -60,19 +61,10 @@ def test_transformer_layer_saved_bytes_match_autograd() -> None:
     # Reference: what autograd packs on CPU (saved_tensors_hooks), storages counted once,
     # parameters and the input batch excluded.
     m, x, y = _layer_and_batch("cpu")
-    skip = {p.untyped_storage().data_ptr() for p in m.parameters()} | {x.untyped_storage().data_ptr()}
-    seen: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        s = t.untyped_storage()
-        if s.data_ptr() not in skip:
-            seen[s.data_ptr()] = s.nbytes()
-        return t
-
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     # the meta trace runs attention's math path (no fused kernel on meta): compare like with like
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), sdpa_kernel(SDPBackend.MATH):
+    with saved_storage_bytes([*m.parameters(), x]) as seen, sdpa_kernel(SDPBackend.MATH):
         nn.functional.cross_entropy(m["head"](m["enc"](x).mean(1)), y)
     ref = sum(seen.values())
     mm, xm, ym = _layer_and_batch("meta")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+from autograd_saved import saved_storage_bytes
 from torch import nn
 
 from gpuscope.devices import get_device
@@ -93,17 +94,8 @@ def test_lstm_saved_bytes_match_autograd() -> None:
     T, B, H = 16, 4, 32
     m = nn.LSTM(8, H)
     x = torch.randn(T, B, 8)
-    skip = {p.untyped_storage().data_ptr() for p in m.parameters()} | {x.untyped_storage().data_ptr()}
-    seen: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        s = t.untyped_storage()
-        if s.data_ptr() not in skip:
-            seen[s.data_ptr()] = s.nbytes()
-        return t
-
     with torch.backends.mkldnn.flags(enabled=False), \
-            torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            saved_storage_bytes([*m.parameters(), x]) as seen:
         m(x)[0].sum()
     ref = sum(seen.values())
     # per step and sample: i f g o, c_{t-1}, tanh c_t, h_{t-1} (h0 and c0 are one zeros tensor)

@@ -416,7 +416,9 @@ def estimate(
     # worker processes share the GPU (time-sliced contexts): their kernels add up
     t_gpu_all = cost.workers * t_gpu
     iter_s = max(max(t_gpu, t_dispatch) + t_sync + t_serial, t_gpu_all, t_pipe)
-    bottleneck = ("gpu", "dispatch", "input")[int(np.argmax([t_gpu, t_dispatch, t_pipe]))]
+    # "dispatch" is the main thread: its dispatching plus the host work the device waits for
+    bottleneck = ("gpu", "dispatch", "input")[int(np.argmax([t_gpu_all, t_dispatch + t_serial,
+                                                             t_pipe]))]
     # CPU: pipeline workers + the dispatching main thread, over all hardware threads.
     busy_cores = (cpu_per_iter + t_dispatch + t_sync + t_serial) / iter_s
     cpu_util = min(1.0, busy_cores / device.host_threads)

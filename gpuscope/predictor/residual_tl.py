@@ -34,6 +34,7 @@ over seeds (``v2eval.ci95``).
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,11 +164,13 @@ def one_thread():  # type: ignore[no-untyped-def]
 
 
 def logo_folds(groups: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    return [(np.flatnonzero(groups != g), np.flatnonzero(groups == g))
-            for g in np.unique(groups)]
+    """Leave-one-group-out (train, test) index pairs (scikit-learn's ``LeaveOneGroupOut``)."""
+    from sklearn.model_selection import LeaveOneGroupOut
+
+    return list(LeaveOneGroupOut().split(groups, groups=groups))
 
 
-class Corrector:
+class Corrector(ABC):
     """ĉ(X); ``fit`` sees training rows and their groups only. ``oof`` holds the
     leave-group-out predictions of the chosen setting (for ``auto``). Every prediction is
     clipped to the training corrections' range (and 0): no corrector extrapolates a
@@ -189,11 +192,13 @@ class Corrector:
         with one_thread():
             return np.clip(self._predict(X), self.lo, self.hi)
 
+    @abstractmethod
     def _fit(self, X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> None:
-        raise NotImplementedError
+        """Fit on the training rows and set ``oof`` (and ``choice``)."""
 
+    @abstractmethod
     def _predict(self, X: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """The unclipped correction for ``X``."""
 
 
 class Zero(Corrector):
