@@ -4,6 +4,9 @@
    paper: ~99 % on GTX 1080 and Titan X, 27 % / 16 % on the RTX 2070 machine, a CPU bottleneck).
 2. §4.2: which Table 3 jobs at batch 64 run out of memory on the 8 GB cards but run on the
    12 GB Titan X, per optimizer (the paper: Adam at batch 64 fails on the 8 GB cards).
+3. §4.2 / Fig. 7: mean execution time per machine over the Table 3 runs (100 steps per epoch,
+   as campaigns/emulated-table3.toml) that fit on all three machines; the paper: the GTX 1080
+   has the highest average execution time, the Titan X the lowest (``fig7_means``).
 Usage: python benchmarks/emulator_seed001.py [--figures] (graphs from the graph cache;
 emulated figures; --figures also writes docs/figures/emulator_trace_{gtx1080,rtx2070}.png).
 """
@@ -14,9 +17,9 @@ import sys
 from pathlib import Path
 
 from gpuscope.devices import get_device
-from gpuscope.emulator import GraphCost, default_params, estimate
+from gpuscope.emulator import EmulatorParams, GraphCost, default_params, estimate
 from gpuscope.graphs import GraphCache
-from gpuscope.jobs import TABLE3_CNNS, JobSpec
+from gpuscope.jobs import TABLE3_CNNS, JobSpec, table_jobs
 
 PAPER_TABLE1 = {"vgg11": (98.84, 26.59, 98.27), "vgg16": (99.18, 16.16, 98.74),
                 "vgg19": (89.95, None, 98.88)}
@@ -39,6 +42,29 @@ def trace_figures(out_dir: Path) -> None:
         df, t = synth_trace(e, job, dev, p, seed=0)
         path = plot_trace(df, run_meta(job, dev, e, t, 0, 1 / 6), out_dir / f"emulator_trace_{name}.png")
         print("wrote", path)
+
+
+def fig7_means(cache: GraphCache, params: EmulatorParams | None = None,
+               jobs: list[JobSpec] | None = None) -> tuple[dict[str, float], int]:
+    """Mean emulated execution time (s) per seed 001 machine over ``jobs`` (default: all of
+    Table 3 at 100 steps per epoch) that fit on all three machines, and how many fit."""
+    p = params or default_params()
+    devs = [get_device(d) for d in MACHINES]
+    sums, n = dict.fromkeys(MACHINES, 0.0), 0
+    for job in jobs if jobs is not None else table_jobs(3, steps_per_epoch=100):
+        cost = GraphCost.from_graph(cache.get_or_export(job), job.batch_size)
+        est = [estimate(job, cost, d, p) for d in devs]
+        if any(e.status != "ok" for e in est):
+            continue
+        n += 1
+        for d, e in zip(MACHINES, est):
+            sums[d] += e.exec_time_s
+    return {d: sums[d] / max(n, 1) for d in MACHINES}, n
+
+
+def fig7_order_holds(means: dict[str, float]) -> bool:
+    """Seed 001 §4.2 / Fig. 7: GTX 1080 highest mean execution time, Titan X lowest."""
+    return means["gtx1080"] > means["rtx2070"] > means["titanx"]
 
 
 def main() -> None:
@@ -73,6 +99,11 @@ def main() -> None:
                     none.append(tag)
         print(f"  {opt}: OOM on 8 GB only: {only_titan}; OOM on all three: {everywhere}; "
               f"fits all: {len(none)} jobs")
+    means, n = fig7_means(cache, p)
+    print(f"\nSec. 4.2 / Fig. 7: mean exec time over the {n} Table 3 runs (100 steps/epoch) that "
+          "fit on all three: " + ", ".join(f"{d} {v:.1f} s" for d, v in means.items())
+          + f"; paper order GTX 1080 > RTX 2070 > Titan X "
+          f"{'holds' if fig7_order_holds(means) else 'does NOT hold'}")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,11 @@ class DeviceSpec:
     may use (0: all ``host_threads``), which is how the catalog expresses seed 001's RTX 2070
     machine "simulated as a low-performance system". ``host_era`` names the host/software
     generation whose host-side costs the emulator uses (``HOST_ERAS``; docs/emulator.md).
+    ``boost_clock_mhz`` is the clock the datasheet peaks assume and ``sustained_clock_mhz``
+    the SM clock the GPU holds under a sustained training/inference load where a cited
+    measurement shows it lower (a 70 W T4 at its power cap; issue 11 item 4); 0 = not given,
+    the peaks are taken as sustained. ``clock_factor`` scales the compute peaks, not the
+    memory bandwidth (the memory clock is not power-throttled).
     """
 
     name: str
@@ -61,6 +66,8 @@ class DeviceSpec:
     host_single_core: float
     host_cpu_quota: float
     host_era: str = "legacy"
+    boost_clock_mhz: float = 0.0
+    sustained_clock_mhz: float = 0.0
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -69,6 +76,14 @@ class DeviceSpec:
         in binary gigabytes (an "8 GB" card has 8192 MiB; seed 001 Table 1 sees 11930 MB in
         use on the 12 GB Titan X)."""
         return self.mem_gb * 1024.0
+
+    @property
+    def clock_factor(self) -> float:
+        """Sustained over boost SM clock (1 where either is not given): the share of the
+        datasheet compute peaks the GPU delivers under a sustained load (issue 11 item 4)."""
+        if self.boost_clock_mhz > 0 and self.sustained_clock_mhz > 0:
+            return self.sustained_clock_mhz / self.boost_clock_mhz
+        return 1.0
 
     @property
     def pcie_gbs(self) -> float:
@@ -86,8 +101,10 @@ class DeviceSpec:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sources"}
 
 
+#: Fields a catalog entry may leave out (default 0: not given).
+OPTIONAL_FIELDS: tuple[str, ...] = ("boost_clock_mhz", "sustained_clock_mhz")
 SPEC_FIELDS: tuple[str, ...] = tuple(
-    f.name for f in fields(DeviceSpec) if f.name not in ("name", "sources")
+    f.name for f in fields(DeviceSpec) if f.name not in ("name", "sources", *OPTIONAL_FIELDS)
 )
 
 
@@ -99,7 +116,7 @@ def _parse(name: str, d: dict[str, Any], path: Path) -> DeviceSpec:
     for f in fields(DeviceSpec):
         if f.name in ("name", "sources"):
             continue
-        v = d[f.name]
+        v = d.get(f.name, 0.0) if f.name in OPTIONAL_FIELDS else d[f.name]
         if f.type in ("int", int):
             kw[f.name] = int(v)
         elif f.type in ("float", float):
@@ -114,6 +131,11 @@ def _parse(name: str, d: dict[str, Any], path: Path) -> DeviceSpec:
     for k in ("fp32_tflops", "mem_gb", "mem_bw_gbs", "host_cores", "host_single_core"):
         if kw[k] <= 0:
             raise InputError(f"{path}: device {name!r}: {k} must be > 0")
+    if kw["boost_clock_mhz"] < 0 or kw["sustained_clock_mhz"] < 0:
+        raise InputError(f"{path}: device {name!r}: clocks must be >= 0 MHz")
+    if kw["sustained_clock_mhz"] > 0 and not 0 < kw["sustained_clock_mhz"] <= kw["boost_clock_mhz"]:
+        raise InputError(f"{path}: device {name!r}: sustained_clock_mhz needs boost_clock_mhz "
+                         f">= it (got {kw['sustained_clock_mhz']} / {kw['boost_clock_mhz']})")
     sources = {str(k): str(v) for k, v in dict(d.get("sources", {})).items()}
     return DeviceSpec(name=name, sources=sources, **kw)
 

@@ -47,6 +47,11 @@ the GPU (``launch``) and overlap with it, so they are not charged twice.
   on NCHW tensors (PyTorch's default memory format) also pay cuDNN's NCHW<->NHWC transposes:
   ``amp_layout_passes`` more passes over each convolution's traffic, memory-bound.
 
+Every ``peak_i`` is the datasheet figure at boost clock times the device's ``clock_factor``
+(sustained over boost SM clock under load where the catalog cites one, e.g. the 70 W T4;
+else 1; issue 11 item 4); the memory bandwidth is not scaled (the memory clock is not
+power-throttled).
+
 Host, in parallel: the main thread dispatches every op (``dispatch_us`` per op on a reference
 core; ``cudnn_dispatch_us`` per convolution/normalisation kernel, ``view_dispatch_us`` per
 view) and synchronises once per step (``step_sync_ms``), with the values of the device's host
@@ -338,7 +343,7 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     byts = cost.bytes
     if precision.startswith("amp") and cost.optimizer is not None and not cost.half_traced:
         byts = np.where(cost.optimizer, byts, 0.5 * byts)  # half-precision activations
-    t_flop = cost.flops / (rate * arch * fill)
+    t_flop = cost.flops / (rate * arch * fill * device.clock_factor)  # sustained SM clock
     if cost.work_mem is not None:  # a recurrence streams one step's bytes at a time
         fill = cost.work_mem / (cost.work_mem + device.sm_count * params.fill_threads_per_sm)
     bw = device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill

@@ -1,0 +1,70 @@
+"""Sustained rather than boost clocks (issue 11 item 4) and seed 001's §4.2 / Fig. 7 device
+order (issue 11 item 5): a device's compute peaks are scaled by its sustained over boost SM
+clock, its memory bandwidth is not."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuscope.devices import get_device, load_catalog, load_references
+from gpuscope.emulator import EmulatorParams
+from gpuscope.emulator.perf import GraphCost, kernel_times
+from gpuscope.errors import InputError
+from gpuscope.graphs.opgraph import OpGraph, OpNode
+
+P = EmulatorParams()
+
+
+def one_op(op: str, klass: str, numel: int, flops: float) -> GraphCost:
+    """One FP32 kernel reading and writing ``numel`` elements with ``flops`` FLOPs."""
+    nodes = [OpNode("input:0", "Input", "constant", (numel,), numel, 4, 0.0, 0.0, "data"),
+             OpNode("k", op, klass, (numel,), numel, 4, flops, 8.0 * numel, "forward")]
+    return GraphCost.from_graph(OpGraph("one", nodes, [(0, 1)], {"batch_size": 1}), 1)
+
+
+def test_sustained_clock_scales_compute_peaks_not_bandwidth() -> None:
+    at_boost = dataclasses.replace(get_device("t4"), boost_clock_mhz=1590.0, sustained_clock_mhz=0.0)
+    held = dataclasses.replace(at_boost, sustained_clock_mhz=900.0)
+    assert at_boost.clock_factor == 1.0 and held.clock_factor == pytest.approx(900 / 1590)
+    n = 10**7
+    compute = one_op("aten.mm.default", "matmul", n, 1e12)  # 1 TFLOP over 80 MB: compute-bound
+    memory = one_op("aten.add.Tensor", "elementwise", n, float(n))  # 1 FLOP per element
+    tc = float(kernel_times(compute, held, P)[0][0]) - P.launch_us * 1e-6
+    tb = float(kernel_times(compute, at_boost, P)[0][0]) - P.launch_us * 1e-6
+    assert tc / tb == pytest.approx(1590 / 900, rel=1e-6)
+    assert float(kernel_times(memory, held, P)[0][0]) == float(kernel_times(memory, at_boost, P)[0][0])
+
+
+def test_clock_fields_are_cited_and_consistent() -> None:
+    refs = load_references()
+    for name, d in load_catalog().items():
+        for f in ("boost_clock_mhz", "sustained_clock_mhz"):
+            if getattr(d, f) > 0:
+                src = d.sources.get(f, "")
+                assert src.split(":")[0].strip() in refs, f"{name}.{f} has no known source"
+        assert 0 < d.clock_factor <= 1.0
+
+
+def _catalog_text(**clocks: float) -> str:
+    """A one-device catalog (the GTX 1080's fields) with the given clock fields."""
+    d = {**get_device("gtx1080").to_dict(), **clocks}
+    d.pop("name")
+    lines = [f"{k} = {json.dumps(v)}" for k, v in d.items()]
+    return "[devices.x]\n" + "\n".join(lines) + "\n"
+
+
+def test_bad_clock_is_one_line_error(tmp_path: Path) -> None:
+    cases = {"ok": _catalog_text(boost_clock_mhz=1000.0, sustained_clock_mhz=900.0),
+             "above": _catalog_text(boost_clock_mhz=1000.0, sustained_clock_mhz=2000.0),
+             "negative": _catalog_text(boost_clock_mhz=-1.0)}
+    for name, text in cases.items():  # one file each: the catalog is cached per path
+        (tmp_path / f"{name}.toml").write_text(text)
+    assert load_catalog(tmp_path / "ok.toml")["x"].clock_factor == pytest.approx(0.9)
+    with pytest.raises(InputError, match="sustained_clock_mhz needs boost_clock_mhz"):
+        load_catalog(tmp_path / "above.toml")
+    with pytest.raises(InputError, match="clocks must be >= 0"):
+        load_catalog(tmp_path / "negative.toml")
