@@ -43,6 +43,7 @@ from gpuscope.graphs.aten_ops import (
     op_class,
 )
 from gpuscope.graphs.opgraph import OpGraph, OpNode
+from gpuscope.graphs.traffic import read_bytes
 
 #: Copies AccumulateGrad makes on the meta device only (on a GPU it steals the gradient
 #: buffer): aliases, so ``.grad`` maps to the op that computed the gradient.
@@ -165,7 +166,9 @@ class _Recorder(TorchDispatchMode):
         else:
             numel = int(first.numel()) if first is not None else 0
             shape = _shape(first) if first is not None else ()
-        in_bytes = sum(t.numel() * t.element_size() for t in {id(t): t for t in ins}.values())
+        # indexed reads (embedding, gather, nll_loss) touch only the rows they select
+        in_bytes = read_bytes(base_name(op), ins,
+                              args[1] if opname == "index_select" and len(args) > 1 else None)
         out_bytes = sum(t.numel() * t.element_size() for t in outs)
         klass = op_class(op, phase)
         flops = estimate_flops(
