@@ -13,7 +13,8 @@ these). ``fused_attention()`` makes the traced graph say that: within the block 
 default ``attn_implementation="sdpa"`` calls it) becomes
 
 * ``gpuscope.sdpa_attention[_causal](q, k, v, attn_mask, dropout_p, scale)``: ONE node returning
-  ``(out, logsumexp, rng_state)``; saved for backward: ``q, k, v, out, logsumexp, rng_state``
+  ``(out, logsumexp, rng_state)``, ``out`` laid out as the query (as the kernels allocate it:
+  the usual transpose and reshape to ``(B, S, H d)`` copies nothing); saved for backward: ``q, k, v, out, logsumexp, rng_state``
   and the additive mask when there is one (the memory-efficient kernel reads it again);
 * in backward ``gpuscope.sdpa_attention[_causal]_backward``: ONE node returning ``dq, dk, dv``
   and the mask's gradient (empty unless the mask requires grad, as T5's relative position
@@ -42,7 +43,6 @@ from typing import Any
 
 import torch
 from torch.nn import functional as F
-from torch.overrides import TorchFunctionMode
 
 from gpuscope.graphs.aten_ops import ATTENTION_BLOCK, ATTENTION_NAMES, causal_fraction, sdpa_flops
 
@@ -74,6 +74,17 @@ def _keep(shape: torch.Size, p: float, rng: torch.Tensor, device: torch.device) 
     return (torch.rand(shape, generator=gen, device=device) >= p).float() / (1.0 - p)
 
 
+def _like_q(q: torch.Tensor, dv: int) -> torch.Tensor:
+    """An uninitialised ``(..., S, dv)`` output laid out in ``q``'s dimension order, as the
+    fused kernels allocate it (``empty_like(q)`` of the ``(B, S, H, d)`` query): the usual
+    ``out.transpose(1, 2).reshape(B, S, H * dv)`` is then a view, not a copy."""
+    order = sorted(range(q.dim()), key=lambda i: (-q.stride(i), i))
+    order = [i for i in order if i != q.dim() - 1] + [q.dim() - 1]
+    sizes = [*q.shape[:-1], dv]
+    buf = q.new_empty([sizes[i] for i in order])
+    return buf.permute([order.index(i) for i in range(q.dim())])
+
+
 def _forward_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
                   p: float, causal: bool, scale: float
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -84,7 +95,8 @@ def _forward_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch
     if p > 0:
         rng[0] = int(torch.randint(0, 2**62, (1,)).item())
         probs = probs * _keep(probs.shape, p, rng, q.device)
-    out = (probs @ _expand_kv(q, v).float()).to(q.dtype)
+    out = _like_q(q, v.shape[-1])
+    out.copy_(probs @ _expand_kv(q, v).float())
     return out, lse, rng
 
 
@@ -144,8 +156,7 @@ def _define(causal: bool) -> tuple[Any, Any]:
     @f_op.register_fake
     def _fwd_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *_: Any
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        out = q.new_empty(*q.shape[:-1], v.shape[-1])
-        return out, q.new_empty(q.shape[:-1], dtype=torch.float32), \
+        return _like_q(q, v.shape[-1]), q.new_empty(q.shape[:-1], dtype=torch.float32), \
             q.new_empty(2, dtype=torch.int64)
 
     @b_op.register_fake
@@ -207,23 +218,20 @@ def fused_sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
     return out.squeeze(0) if squeeze else out
 
 
-class _FusedAttention(TorchFunctionMode):
-    """Routes ``F.scaled_dot_product_attention`` to ``fused_sdpa`` (the mode is off inside)."""
-
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (),
-                           kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
-        if func is _SDPA:
-            return fused_sdpa(*args, **kwargs)
-        return func(*args, **kwargs)
-
-
 @contextlib.contextmanager
 def fused_attention(enabled: bool = True) -> Iterator[None]:
     """Within the block, ``F.scaled_dot_product_attention`` is traced as the fused op (module
-    docstring); ``enabled=False`` keeps PyTorch's own dispatch (the math path on ``meta``)."""
-    if not enabled:
+    docstring); ``enabled=False`` keeps PyTorch's own dispatch (the math path on ``meta``).
+
+    The module attribute is replaced, so every caller that looks it up at call time is seen:
+    ``F.scaled_dot_product_attention(...)``, ``torch.nn.functional.scaled_dot_product_attention``
+    (Hugging Face's ``sdpa`` attention) and ``F.multi_head_attention_forward`` (``nn.MultiheadAttention``
+    without weights, ``nn.TransformerEncoderLayer``)."""
+    if not enabled or F.scaled_dot_product_attention is not _SDPA:
         yield
         return
-    with _FusedAttention():
+    setattr(F, "scaled_dot_product_attention", fused_sdpa)  # noqa: B010
+    try:
         yield
+    finally:
+        setattr(F, "scaled_dot_product_attention", _SDPA)  # noqa: B010

@@ -20,8 +20,9 @@ ResNet-50 step traces in about a second) under a ``TorchDispatchMode`` that sees
 * ``F.scaled_dot_product_attention`` (our transformers, Hugging Face's default ``sdpa``
   attention) is traced as the fused kernel a GPU runs, one ``gpuscope.sdpa_attention`` node
   forward and one backward, keeping ``q, k, v``, the output and its logsumexp for backward,
-  not the ``S x S`` probabilities of the math path (``gpuscope.graphs.attention``); code that
-  computes attention explicitly (Gavel's Transformer) keeps its ops;
+  not the ``S x S`` probabilities of the math path (``gpuscope.graphs.attention``); a model
+  whose real code computed attention explicitly (``math_attention = True``: Gavel's 2018
+  Transformer) keeps the math path's ops;
 * a foreach op over N tensors (``_foreach_mul_``) is ONE node whose ``numel`` and ``shape`` are
   the total over its tensor list (``shape == (total numel,)``), its FLOPs likewise.
 
@@ -264,12 +265,16 @@ def trace_train_step(train_step: Callable[[Any], Any], batch: Any, modules: Any,
         optimizers: the optimizers ``train_step`` steps (their steps are the optimizer phase).
         warmup: run one untraced step first so the optimizer state exists (steady state).
         fused_sdpa: trace ``F.scaled_dot_product_attention`` as the fused kernel PyTorch >= 2.0
-            runs on a GPU (``gpuscope.graphs.attention``); False keeps its math path.
+            runs on a GPU (``gpuscope.graphs.attention``); False, or a module with a true
+            ``math_attention`` attribute (code that computed attention explicitly, Gavel's
+            2018 Transformer), keeps its math path.
     """
     from gpuscope.graphs.attention import fused_attention
     from gpuscope.graphs.recurrent import fused_recurrent_layers
 
     optimizers = list(optimizers)
+    fused_sdpa = fused_sdpa and not any(getattr(m, "math_attention", False)
+                                        for m in modules.modules())
     with _ForeachDefault(optimizers), fused_recurrent_layers(modules), \
             fused_attention(fused_sdpa):
         if warmup:
