@@ -78,7 +78,8 @@ def _like_q(q: torch.Tensor, dv: int) -> torch.Tensor:
     """An uninitialised ``(..., S, dv)`` output laid out in ``q``'s dimension order, as the
     fused kernels allocate it (``empty_like(q)`` of the ``(B, S, H, d)`` query): the usual
     ``out.transpose(1, 2).reshape(B, S, H * dv)`` is then a view, not a copy."""
-    order = sorted(range(q.dim()), key=lambda i: (-q.stride(i), i))
+    strides = q.stride()
+    order = sorted(range(q.dim()), key=lambda i: (-int(strides[i]), i))
     order = [i for i in order if i != q.dim() - 1] + [q.dim() - 1]
     sizes = [*q.shape[:-1], dv]
     buf = q.new_empty([sizes[i] for i in order])
