@@ -63,8 +63,9 @@ def test_transformer_layer_saved_bytes_match_autograd() -> None:
     m, x, y = _layer_and_batch("cpu")
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    # the meta trace runs attention's math path (no fused kernel on meta): compare like with like
-    with saved_storage_bytes([*m.parameters(), x]) as seen, sdpa_kernel(SDPBackend.MATH):
+    # the trace's attention is the fused kernel (gpuscope.graphs.attention): on CPU PyTorch's
+    # own fused (flash) kernel keeps the same set (q, k, v, out, logsumexp)
+    with saved_storage_bytes([*m.parameters(), x]) as seen, sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         nn.functional.cross_entropy(m["head"](m["enc"](x).mean(1)), y)
     ref = sum(seen.values())
     mm, xm, ym = _layer_and_batch("meta")
@@ -78,7 +79,8 @@ def test_transformer_layer_saved_bytes_match_autograd() -> None:
         return loss
 
     g = trace_train_step(step, (xm, ym), mm, [opt])
-    # measured gap 6 % (the meta trace's math attention scales q and k separately)
+    # measured gap +7 %: the trace counts the second layer norm's output where autograd keeps
+    # its mean and rstd (a multi-output node is counted by its first output)
     assert saved_bytes(g) == pytest.approx(ref, rel=0.08)
 
 

@@ -35,6 +35,13 @@ are ordinary, fully parallel GEMMs (``aten.addmm``/``aten.mm`` nodes). Host: the
 (one ``dispatch_us``); cuDNN's own per-timestep launches cost the host about what they cost
 the GPU (``launch``) and overlap with it, so they are not charged twice.
 
+**Fused attention** (``gpuscope.graphs.attention``: one ``gpuscope.sdpa_attention`` node
+forward, one backward, as FlashAttention/the memory-efficient kernel run it) is a GEMM-class
+kernel: its FLOPs are ``torch.utils.flop_counter``'s (backward includes the recomputed
+``Q K^T``), a causal node's scaled by the fraction of score tiles the kernel visits
+(``aten_ops.causal_fraction``, 128-row tiles), its traffic ``q, k, v``, output, logsumexp
+(and mask), ``O(B H S d)``, not the ``S x S`` probabilities.
+
 ``peak_i`` by precision (``JobSpec.precision``; ``fp32`` when the job has none):
 
 * ``fp32``: FP32 peak; convolutions and recurrent layers use the TF32 tensor cores on Ampere
@@ -93,7 +100,7 @@ from gpuscope.emulator.memory import (
     saved_bytes,
 )
 from gpuscope.emulator.params import EmulatorParams, default_params
-from gpuscope.graphs.aten_ops import recurrent_shape
+from gpuscope.graphs.aten_ops import attention_work_fraction, recurrent_shape
 from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
 from gpuscope.jobs import DatasetSpec
 
@@ -217,7 +224,8 @@ class GraphCost:
         ]
         kern = [graph.nodes[i] for i in kern_idx]
         dispatch = [n for n in graph.nodes if n.op_class not in _NO_KERNEL_CLASSES]
-        flops = np.array([n.flops or 0.0 for n in kern], dtype=np.float64)
+        flops = np.array([(n.flops or 0.0) * attention_work_fraction(n.op, n.shape) for n in kern],
+                         dtype=np.float64)
         # Unknown traffic: read the output's size once and write it once.
         byts = np.array(
             [n.bytes_accessed if n.bytes_accessed is not None else 2.0 * n.out_bytes for n in kern],

@@ -90,7 +90,8 @@ _PER_ELEMENT: dict[str, float] = {
 }
 
 
-#: Namespaces of traced ops: PyTorch's and gpuscope's fused recurrent layers (``recurrent``).
+#: Namespaces of traced ops: PyTorch's and gpuscope's fused recurrent layers (``recurrent``)
+#: and fused attention (``attention``).
 TRACED_NAMESPACES: frozenset[str] = frozenset({"aten", "gpuscope"})
 #: Gates per recurrent cell (``gpuscope.graphs.recurrent``).
 GATES: dict[str, int] = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
@@ -110,6 +111,44 @@ RECURRENT_NAMES: frozenset[str] = frozenset(
     f"{c}_recurrence{s}" for c in GATES for s in ("", "_backward"))
 for _n in RECURRENT_NAMES:
     _CLASS_BY_NAME[_n] = "matmul"
+
+
+#: Fused scaled dot-product attention (``gpuscope.graphs.attention``; forward, backward;
+#: plain and causal): GEMM-bound, class ``matmul``.
+ATTENTION_NAMES: frozenset[str] = frozenset(
+    f"sdpa_attention{c}{s}" for c in ("", "_causal") for s in ("", "_backward"))
+#: Query/key rows per tile of the fused kernels (FlashAttention-2's block size on sm80+).
+ATTENTION_BLOCK = 128
+for _n in ATTENTION_NAMES:
+    _CLASS_BY_NAME[_n] = "matmul"
+
+
+def sdpa_flops(q: tuple[int, ...], k: tuple[int, ...], v: tuple[int, ...],
+               backward: bool = False) -> float:
+    """FLOPs of fused attention over ``(B, H, S_q, d)`` queries and ``(B, H_kv, S_k, d)``
+    keys/values, as ``torch.utils.flop_counter``'s ``sdpa_(backward_)flop_count`` (module
+    docstring)."""
+    b, h, sq, dq = (int(x) for x in q[-4:])
+    sk, dv = int(k[-2]), int(v[-1])
+    pair = 2.0 * b * h * sq * sk
+    return pair * (2 * dq + 2 * dv + dq) if backward else pair * (dq + dv)
+
+
+def causal_fraction(s_q: int, s_k: int) -> float:
+    """Fraction of the ``S_q x S_k`` score tiles a causal kernel computes (the lower triangle
+    of ``ceil(S/ATTENTION_BLOCK)`` tiles a side, diagonal tiles included)."""
+    n = max(1, math.ceil(max(s_q, s_k) / ATTENTION_BLOCK))
+    return (n + 1) / (2 * n)
+
+
+def attention_work_fraction(op: str, shape: Sequence[int]) -> float:
+    """Fraction of a fused attention node's FLOPs the kernel really does: a causal kernel skips
+    the score tiles above the diagonal (``causal_fraction`` of self-attention over the node's
+    ``S = shape[-2]``); 1 for every other op."""
+    name = base_name(op)
+    if name not in ATTENTION_NAMES or "_causal" not in name or len(shape) < 2:
+        return 1.0
+    return causal_fraction(int(shape[-2]), int(shape[-2]))
 
 
 def recurrent_cell(name: str) -> str | None:
@@ -224,6 +263,11 @@ def estimate_flops(op: str, in_shapes: list[tuple[int, ...]], args_meta: dict,
     t = args_meta.get("tensor_args", in_shapes)
     if name in RECURRENT_NAMES:
         return _recurrent_flops(name, args_meta.get("out_shape", ()), t)
+    if name in ATTENTION_NAMES:  # forward (q, k, v, ...); backward (grad, q, k, v, ...)
+        off = int(name.endswith("_backward"))
+        if len(t) < 3 + off:
+            return None
+        return sdpa_flops(t[off], t[off + 1], t[off + 2], backward=bool(off))
     if name == "convolution" and len(t) >= 2:
         return conv_flops(t[0], t[1], args_meta.get("out_shape", ()), args_meta.get("transposed", False))
     if name == "convolution_backward" and len(t) >= 3:

@@ -17,6 +17,12 @@ ResNet-50 step traces in about a second) under a ``TorchDispatchMode`` that sees
 * recurrent layers (``nn.LSTM``/``GRU``/``RNN``) are traced as cuDNN runs them, one
   sequential ``gpuscope.<cell>_recurrence`` node per layer and direction
   (``gpuscope.graphs.recurrent``), not ~10 aten ops per timestep;
+* ``F.scaled_dot_product_attention`` (our transformers, Hugging Face's default ``sdpa``
+  attention) is traced as the fused kernel a GPU runs, one ``gpuscope.sdpa_attention`` node
+  forward and one backward, keeping ``q, k, v``, the output and its logsumexp for backward,
+  not the ``S x S`` probabilities of the math path (``gpuscope.graphs.attention``); a model
+  whose real code computed attention explicitly (``math_attention = True``: Gavel's 2018
+  Transformer) keeps the math path's ops;
 * a foreach op over N tensors (``_foreach_mul_``) is ONE node whose ``numel`` and ``shape`` are
   the total over its tensor list (``shape == (total numel,)``), its FLOPs likewise.
 
@@ -251,7 +257,8 @@ class _ForeachDefault:
 
 def trace_train_step(train_step: Callable[[Any], Any], batch: Any, modules: Any,
                      optimizers: list[torch.optim.Optimizer], *, name: str = "graph",
-                     meta: dict[str, Any] | None = None, warmup: bool = True) -> OpGraph:
+                     meta: dict[str, Any] | None = None, warmup: bool = True,
+                     fused_sdpa: bool = True) -> OpGraph:
     """Trace ``train_step(batch)`` (forward, backward, optimizer step) into an ``OpGraph``.
 
     Args:
@@ -260,11 +267,19 @@ def trace_train_step(train_step: Callable[[Any], Any], batch: Any, modules: Any,
         modules: an ``nn.Module`` (or ``ModuleDict``) owning the parameters, for node names.
         optimizers: the optimizers ``train_step`` steps (their steps are the optimizer phase).
         warmup: run one untraced step first so the optimizer state exists (steady state).
+        fused_sdpa: trace ``F.scaled_dot_product_attention`` as the fused kernel PyTorch >= 2.0
+            runs on a GPU (``gpuscope.graphs.attention``); False, or a module with a true
+            ``math_attention`` attribute (code that computed attention explicitly, Gavel's
+            2018 Transformer), keeps its math path.
     """
+    from gpuscope.graphs.attention import fused_attention
     from gpuscope.graphs.recurrent import fused_recurrent_layers
 
     optimizers = list(optimizers)
-    with _ForeachDefault(optimizers), fused_recurrent_layers(modules):
+    fused_sdpa = fused_sdpa and not any(getattr(m, "math_attention", False)
+                                        for m in modules.modules())
+    with _ForeachDefault(optimizers), fused_recurrent_layers(modules), \
+            fused_attention(fused_sdpa):
         if warmup:
             train_step(batch)
         rec = _Recorder(_name_tensors(modules, optimizers, batch))

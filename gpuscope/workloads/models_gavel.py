@@ -101,7 +101,14 @@ def resnet18_cifar(num_classes: int = 10) -> nn.Module:
 # --- Transformer base (jadore801120/attention-is-all-you-need-pytorch) ----------------------
 class Seq2SeqTransformer(nn.Module):
     """Encoder-decoder Transformer with sinusoidal positions and the target projection tied
-    to the target embedding (``-proj_share_weight``)."""
+    to the target embedding (``-proj_share_weight``).
+
+    Gavel's 2018 code computes attention explicitly (``q k^T / temperature``, masked softmax,
+    dropout, ``@ v``), so the traced graph keeps the math path of ``nn.Transformer``'s
+    attention, which is those ops (``math_attention``: ``trace_train_step`` does not fuse it)."""
+
+    #: the real code's attention is explicit, not a fused kernel (gpuscope.graphs.attention)
+    math_attention = True
 
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 512, heads: int = 8,
                  d_inner: int = 2048, layers: int = 6, dropout: float = 0.1,
