@@ -58,7 +58,7 @@ from gpuscope.graphs import GraphCache
 from gpuscope.jobs import JobSpec
 
 TARGET = 0.15
-PROVENANCE = 'fitted (benchmarks/emulator_fidelity.py --write): kepler/pascal/volta on Gavel ResNet-50 1-GPU steps/s, step_sync_ms on Gavel ResNet-18 P100, overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling; tensor_eff on V100 AMP ResNet-50 1200 img/s, ampere on A100-80GB TF32 938 / AMP 2470 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch README, 21.03), hopper on H100 SXM = 2x A100 SXM for vision training (Lambda H100 analysis), turing on T4/V100 forward-throughput ratios 415/1261 FP32 and 1198/3382 AMP (same NVIDIA README); ada = ampere (assumed, no measurement)'
+PROVENANCE = 'fitted (benchmarks/emulator_fidelity.py --write): kepler/pascal/volta on Gavel ResNet-50 1-GPU steps/s, step_sync_ms on Gavel ResNet-18 P100, overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling; tensor_eff on V100 AMP ResNet-50 1200 img/s, ampere on A100-80GB TF32 938 / AMP 2470 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch README, 21.03), hopper on H100 SXM = 2x A100 SXM for vision training (Lambda H100 analysis), turing on T4/V100 forward-throughput ratios 415/1261 FP32 and 1198/3382 AMP (same NVIDIA README) with the T4 at its sustained 900 MHz SM clock under load (datasets/devices.toml mlperf_t4_clock), not its 1590 MHz boost; ada = ampere (assumed, no measurement)'
 
 
 def resnet18_cifar_cost(batch: int) -> GraphCost:

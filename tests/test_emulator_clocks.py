@@ -1,11 +1,13 @@
 """Sustained rather than boost clocks (issue 11 item 4) and seed 001's §4.2 / Fig. 7 device
 order (issue 11 item 5): a device's compute peaks are scaled by its sustained over boost SM
-clock, its memory bandwidth is not."""
+clock, its memory bandwidth is not; the 70 W T4 sustains ~900 MHz of its 1,590 MHz boost
+(datasets/devices.toml ``mlperf_t4_clock``)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,11 @@ def test_clock_fields_are_cited_and_consistent() -> None:
         assert 0 < d.clock_factor <= 1.0
 
 
+def test_catalog_t4_sustained_clock_and_rtx2070_boost() -> None:
+    assert get_device("t4").clock_factor == pytest.approx(900 / 1590)
+    assert get_device("rtx2070").clock_factor == 1.0  # no cited sustained clock: boost kept
+
+
 def _catalog_text(**clocks: float) -> str:
     """A one-device catalog (the GTX 1080's fields) with the given clock fields."""
     d = {**get_device("gtx1080").to_dict(), **clocks}
@@ -68,3 +75,20 @@ def test_bad_clock_is_one_line_error(tmp_path: Path) -> None:
         load_catalog(tmp_path / "above.toml")
     with pytest.raises(InputError, match="clocks must be >= 0"):
         load_catalog(tmp_path / "negative.toml")
+
+
+@pytest.mark.slow
+def test_fig7_order_on_cifar10_subset(tmp_path: Path) -> None:
+    """Seed 001 §4.2 / Fig. 7: GTX 1080 slowest, Titan X fastest on average (here the 12
+    Table 3 CNNs on CIFAR-10, batch 32, SGD; the full 408-run check is
+    benchmarks/emulator_seed001.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from emulator_seed001 import fig7_means, fig7_order_holds
+
+    from gpuscope.graphs import GraphCache
+    from gpuscope.jobs import TABLE3_CNNS, JobSpec
+
+    jobs = [JobSpec(m, "cifar10", "sgd", 32, 10, steps_per_epoch=100) for m in TABLE3_CNNS]
+    means, n = fig7_means(GraphCache(tmp_path), jobs=jobs)
+    assert n == len(jobs)
+    assert fig7_order_holds(means), means
