@@ -78,14 +78,17 @@ def fit_arch_eff(points: list[Point], params: EmulatorParams) -> EmulatorParams:
     return with_x(res.x)
 
 
-def fit_step_sync(points: list[Point], params: EmulatorParams) -> EmulatorParams:
-    """The per-step serial host latency ``step_sync_ms`` minimising log throughput error
-    (identifiable only on jobs with short steps, e.g. CIFAR ResNet-18)."""
+def fit_step_sync(points: list[Point], params: EmulatorParams,
+                  name: str = "step_sync_ms") -> EmulatorParams:
+    """The per-step serial host latency ``name`` (``step_sync_ms``, or the DataLoader workers'
+    hand-off ``loader_handoff_ms``) minimising log throughput error (identifiable only on
+    jobs with short steps, e.g. CIFAR ResNet-18)."""
     def with_x(x: np.ndarray) -> EmulatorParams:
-        return params.with_(step_sync_ms=float(np.exp(x[0])))
+        return params.with_(**{name: float(np.exp(x[0]))})
 
-    res = least_squares(lambda x: log_errors(points, with_x(x)), [np.log(params.step_sync_ms)],
-                        bounds=(np.log(0.1), np.log(200.0)), loss="soft_l1", f_scale=0.1)
+    x0 = max(float(getattr(params, name)), 1.0)
+    res = least_squares(lambda x: log_errors(points, with_x(x)), [np.log(x0)],
+                        bounds=(np.log(0.01), np.log(200.0)), loss="soft_l1", f_scale=0.1)
     return with_x(res.x)
 
 
@@ -189,8 +192,9 @@ def fit_published(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
     a100 = replace(get_device("a100"), mem_gb=80.0, mem_bw_gbs=2039.0)  # DGX A100 80GB
 
     def thr(dev: DeviceSpec, prec: str, prm: EmulatorParams, fwd: bool = False) -> float:
-        # NVIDIA's AMP recipes run channels-last (NHWC): no layout transposes
-        t, tf, _ = gpu_times(cost, dev, prm.with_(amp_layout_passes=0.0), prec)
+        # NVIDIA's AMP recipes run channels-last (NHWC): no layout transposes; and multi-tensor
+        # (apex) optimizers: no per-tensor optimizer loops
+        t, tf, _ = gpu_times(cost, dev, prm.with_(amp_layout_passes=0.0, per_tensor_optimizer=0.0), prec)
         return b / (tf if fwd else t)
 
     def arch(prm: EmulatorParams, name: str, x: float) -> EmulatorParams:
