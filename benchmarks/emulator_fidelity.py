@@ -12,7 +12,8 @@ V100) and the AlexNet table (data/gpuscheduler/data_2d10d_filtered.csv; GTX 1080
 P600), median |log(emulated / measured)| against the target 0.15, before and after fitting.
 
 Fitting (five parameters, held-out tests): one efficiency per architecture generation (kepler,
-pascal, volta) on ResNet-50 single-GPU throughputs; the per-step host latency on ResNet-18 P100
+pascal, volta) on ResNet-50 single-GPU throughputs; the DataLoader workers' per-batch hand-off
+(``loader_handoff_ms``, beyond the modern era's measured per-step sync) on ResNet-18 P100
 throughputs; all-reduce overlap and link efficiency on ResNet-50 2/4/8-GPU scaling. Held out:
 ResNet-18 on K80/V100, ResNet-18 ratios and scaling, and all AlexNet figures.
 Mapping: Gavel "ResNet-50 (batch B)" = catalog resnet50 on ImageNet; Gavel "ResNet-18 (batch B)"
