@@ -187,7 +187,8 @@ def main() -> int:
         p.save(CALIBRATION_FILE, provenance=prov + MODERN_PROV + ", ".join(sorted(FIT_FAMILIES))
                + " (datasets/measured/h100-steps.csv, datasets/measured/h100/)")
     print("modern host era (fitted on " + ", ".join(sorted(FIT_FAMILIES)) + "): "
-          + ", ".join(f"{k}={v:.4g}" for k, v in sorted(p.host_eras.get("modern", {}).items()))
+          + ", ".join(f"{k}={v}" if isinstance(v, dict) else f"{k}={v:.4g}"
+                    for k, v in sorted(p.host_eras.get("modern", {}).items()))
           + f"; runner's ImageNet pipeline {imagenet_ms:.2f} ms/sample (reference core)")
     steps = step_table(sdf, srows, p)
     fam = steps.groupby("family").agg(

@@ -78,14 +78,17 @@ def fit_arch_eff(points: list[Point], params: EmulatorParams) -> EmulatorParams:
     return with_x(res.x)
 
 
-def fit_step_sync(points: list[Point], params: EmulatorParams) -> EmulatorParams:
-    """The per-step serial host latency ``step_sync_ms`` minimising log throughput error
-    (identifiable only on jobs with short steps, e.g. CIFAR ResNet-18)."""
+def fit_step_sync(points: list[Point], params: EmulatorParams,
+                  name: str = "step_sync_ms") -> EmulatorParams:
+    """The per-step serial host latency ``name`` (``step_sync_ms``, or the DataLoader workers'
+    hand-off ``loader_handoff_ms``) minimising log throughput error (identifiable only on
+    jobs with short steps, e.g. CIFAR ResNet-18)."""
     def with_x(x: np.ndarray) -> EmulatorParams:
-        return params.with_(step_sync_ms=float(np.exp(x[0])))
+        return params.with_(**{name: float(np.exp(x[0]))})
 
-    res = least_squares(lambda x: log_errors(points, with_x(x)), [np.log(params.step_sync_ms)],
-                        bounds=(np.log(0.1), np.log(200.0)), loss="soft_l1", f_scale=0.1)
+    x0 = max(float(getattr(params, name)), 1.0)
+    res = least_squares(lambda x: log_errors(points, with_x(x)), [np.log(x0)],
+                        bounds=(np.log(0.01), np.log(200.0)), loss="soft_l1", f_scale=0.1)
     return with_x(res.x)
 
 
@@ -189,8 +192,9 @@ def fit_published(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
     a100 = replace(get_device("a100"), mem_gb=80.0, mem_bw_gbs=2039.0)  # DGX A100 80GB
 
     def thr(dev: DeviceSpec, prec: str, prm: EmulatorParams, fwd: bool = False) -> float:
-        # NVIDIA's AMP recipes run channels-last (NHWC): no layout transposes
-        t, tf, _ = gpu_times(cost, dev, prm.with_(amp_layout_passes=0.0), prec)
+        # NVIDIA's AMP recipes run channels-last (NHWC): no layout transposes; and multi-tensor
+        # (apex) optimizers: no per-tensor optimizer loops
+        t, tf, _ = gpu_times(cost, dev, prm.with_(amp_layout_passes=0.0, per_tensor_optimizer=0.0), prec)
         return b / (tf if fwd else t)
 
     def arch(prm: EmulatorParams, name: str, x: float) -> EmulatorParams:
@@ -204,14 +208,32 @@ def fit_published(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
     p = arch(arch(p, "ampere", amp), "ada", amp)
     target_h = pub["h100_over_a100"] * thr(a100, "amp-fp16", p)
     hop = brentq(lambda x: np.log(thr(h100, "amp-fp16", arch(p, "hopper", x)) / target_h), 0.05, 5.0)
-    p = arch(p, "hopper", hop)
+    return fit_turing(cost, arch(p, "hopper", hop))
+
+
+def fit_turing(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
+    """The turing efficiency alone, on the T4/V100 forward-throughput ratios of
+    ``PUBLISHED_R50`` (FP32 and AMP), everything else as in ``params`` (the last step of
+    ``fit_published``; run alone when only the T4's or the V100's model changed)."""
+    from scipy.optimize import brentq
+
+    from gpuscope.devices import get_device
+    from gpuscope.emulator.perf import gpu_times
+
+    pub, b = PUBLISHED_R50, cost.batch_size
+    v100, t4 = get_device("v100"), get_device("t4")
+
+    def fwd_thr(dev: DeviceSpec, prec: str, prm: EmulatorParams) -> float:
+        t = gpu_times(cost, dev, prm.with_(amp_layout_passes=0.0, per_tensor_optimizer=0.0), prec)[1]
+        return b / t
 
     def turing(x: float) -> float:
-        q = arch(p, "turing", x)
-        return float(sum(np.log(thr(t4, pr, q, True) / thr(v100, pr, q, True) / (pub[f"t4_fwd_{k}"] / pub[f"v100_fwd_{k}"]))
+        q = params.with_(arch_eff={**params.arch_eff, "turing": float(x)})
+        return float(sum(np.log(fwd_thr(t4, pr, q) / fwd_thr(v100, pr, q)
+                                / (pub[f"t4_fwd_{k}"] / pub[f"v100_fwd_{k}"]))
                          for pr, k in (("fp32", "fp32"), ("amp-fp16", "amp"))))
 
-    return arch(p, "turing", brentq(turing, 0.05, 5.0))
+    return params.with_(arch_eff={**params.arch_eff, "turing": float(brentq(turing, 0.05, 5.0))})
 
 
 #: Host-side parameters fitted per host era (``EmulatorParams.host_eras``).

@@ -37,7 +37,7 @@ GAVEL_FAMILIES: dict[str, tuple[str, str, str]] = {
 #: Families (and what) the calibration was fitted on; the rest are held out.
 FIT_FAMILIES: dict[str, str] = {
     "ResNet-50": "architecture efficiencies (1 GPU) and all-reduce overlap/link (2/4/8 GPUs)",
-    "ResNet-18": "step_sync_ms on its P100 steps/s only",
+    "ResNet-18": "loader_handoff_ms (DataLoader workers' per-batch hand-off) on its P100 steps/s only",
 }
 
 

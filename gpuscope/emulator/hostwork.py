@@ -5,7 +5,10 @@ and in jobs that build sparse batches on the main thread (Gavel's Recommendation
 ``perf.estimate`` adds ``t_env + t_update`` (``host_serial_times``) and the sparse batch's
 host time (``sparse_batch_host_s``) to the step's serial host time, copies the batch's
 ``batch_h2d_bytes`` and densifies a sparse batch on the device (``sparse_densify_s``), and
-waits for ``workers * t_gpu`` when several worker processes share one GPU.
+waits for ``workers * t_gpu`` when several worker processes share one GPU. In a host era
+whose framework loops over parameter tensors in the optimizer (``per_tensor_optimizer``,
+PyTorch 1.x), every foreach kernel of the traced step is one kernel and one dispatch per
+tensor, and ``zero_grad`` zeroes each gradient (``optimizer_tensor_counts``).
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import numpy as np
 
 from gpuscope.devices import DeviceSpec
 from gpuscope.emulator.params import EmulatorParams
+from gpuscope.graphs.aten_ops import is_foreach
 
 if TYPE_CHECKING:
     from gpuscope.emulator.perf import EmulatedJob, GraphCost
+    from gpuscope.graphs.opgraph import OpGraph, OpNode
 
 
 def input_bytes_per_sample(job: EmulatedJob) -> float:
@@ -37,6 +42,18 @@ def cpu_ms_per_sample(job: EmulatedJob, params: EmulatorParams) -> float:
         return params.cpu_ms_per_sample[job.dataset]
     kind = str(getattr(job.dataset_spec, "kind", "") or "")
     return params.cpu_ms_per_kind.get(kind, params.cpu_ms_default)
+
+
+def loader_times(job: EmulatedJob, device: DeviceSpec, params: EmulatorParams) -> tuple[float, float]:
+    """(hand-off from DataLoader workers, in-line loading on the main thread) per step,
+    seconds: a dataset with ops in ``params.inline_ops_per_sample`` is indexed on the main thread
+    (``batch * ops * dispatch_us``, serial with the step, no hand-off); any other dataset
+    comes from worker processes (``loader_handoff_ms`` per batch)."""
+    speed = device.host_single_core
+    ops = params.inline_ops_per_sample.get(job.dataset, 0.0)
+    if ops <= 0:
+        return params.loader_handoff_ms * 1e-3 / speed, 0.0
+    return 0.0, job.batch_size * ops * params.dispatch_us * 1e-6 / speed
 
 
 def host_serial_times(cost: GraphCost, job: EmulatedJob, device: DeviceSpec,
@@ -140,3 +157,46 @@ def sparse_densify_s(cost: GraphCost, batch_size: int, device: DeviceSpec,
     arch = params.arch_eff.get(device.arch, 1.0)
     byts = 4.0 * batch_size * cost.sparse_dense_width + SPARSE_H2D_BYTES_PER_NNZ * n
     return float(byts / (device.mem_bw_gbs * 1e9 * params.bw_eff * arch) + params.launch_us * 2e-6)
+
+
+# --- per-tensor optimizer loops (PyTorch 1.x; issue 11, legacy host era) -----------------
+def optimizer_tensor_counts(graph: OpGraph, kernels: list[OpNode]) -> tuple[np.ndarray, int]:
+    """(per kernel, the parameter tensors a foreach optimizer kernel covers, else 1; the number
+    of parameter tensors).
+
+    The graph is traced with ``foreach=True`` (PyTorch >= 2.0's default on a GPU): one
+    ``_foreach_*`` kernel per arithmetic step of the update over every parameter tensor. PyTorch
+    1.x (Gavel's and seed 001's era) looped over the parameters in Python instead, one kernel
+    and one dispatch per tensor for the same step (``torch/optim/sgd.py``, ``adam.py`` of
+    v1.4: ``for p in group['params']: ... buf.mul_(momentum).add_(...); p.data.add_(...)``),
+    and ``zero_grad`` zeroed each gradient (``p.grad.zero_()``). A foreach kernel's tensors
+    are not in the graph; they are taken as the share of the parameters' elements it touches
+    (exact for a job with one optimizer; a step counter per tensor, one element each, counts
+    ~0, as PyTorch 1.x kept it as a Python int)."""
+    params = [n for n in graph.nodes if n.op == "Parameter"]
+    n_par, elems = len(params), float(sum(max(1, n.numel) for n in params))
+    counts = np.ones(len(kernels), dtype=np.float64)
+    if n_par == 0:
+        return counts, 0
+    for j, n in enumerate(kernels):
+        if n.phase == "optimizer" and is_foreach(n.op):
+            counts[j] = max(1.0, float(round(n_par * min(1.0, n.numel / elems))))
+    return counts, n_par
+
+
+def per_tensor_extra_dispatch(cost: GraphCost) -> float:
+    """Ops a per-tensor optimizer loop and ``zero_grad`` add to the traced (foreach) step:
+    ``sum(tensors - 1)`` over the foreach kernels, plus one zeroing per parameter tensor."""
+    if cost.opt_tensors is None:
+        return 0.0
+    return float((cost.opt_tensors - 1.0).sum()) + float(cost.n_param_tensors)
+
+
+def zero_grad_gpu_s(cost: GraphCost, device: DeviceSpec, params: EmulatorParams) -> float:
+    """GPU time of a per-tensor ``zero_grad`` (one memset kernel per gradient: its launch and
+    the gradient bytes written); 0 for foreach-era software, which sets gradients to None."""
+    if params.per_tensor_optimizer <= 0 or cost.n_param_tensors == 0:
+        return 0.0
+    arch = params.arch_eff.get(device.arch, 1.0)
+    bw = device.mem_bw_gbs * 1e9 * params.bw_eff * arch
+    return cost.n_param_tensors * params.launch_us * 1e-6 + cost.param_bytes / bw

@@ -53,6 +53,14 @@ def _default_cpu_ms_kind() -> dict[str, float]:
     return {"image": 3.0, "tokens": 0.01, "sequence": 0.01, "tabular": 0.005, "frames": 0.2}
 
 
+def _default_inline_ops() -> dict[str, float]:
+    # Datasets a training loop indexes on its main thread, without DataLoader worker
+    # processes: ops dispatched per sample. Gavel's LM (workloads/pytorch/language_modeling/
+    # main.py, CorpusDataset on the GPU, DataLoader num_workers=0): get_input slices data and
+    # target (slice + select each, a view), two new_zeros and two cats = 9 ops per sample.
+    return {"wikitext2": 9.0}
+
+
 @dataclass(frozen=True)
 class EmulatorParams:
     """All tunable constants of the performance model (see the module docstring).
@@ -72,12 +80,28 @@ class EmulatorParams:
         cudnn_dispatch_us: the same for a convolution or normalisation kernel (cuDNN calls:
             descriptor and execution-plan set-up), microseconds.
         view_dispatch_us: the same for a view op (no kernel), microseconds.
+        per_tensor_optimizer: 1 when the host's framework runs the optimizer update and
+            ``zero_grad`` as a Python loop over parameter tensors (PyTorch 1.x, TF 1.x's
+            per-variable apply ops: one kernel and one dispatch per tensor per step of the
+            update), 0 when it runs one foreach kernel per step as traced (PyTorch >= 2.0);
+            ``hostwork.optimizer_tensor_counts``. Not fitted: a property of the software era.
         host_gbs: streaming memory bandwidth of one reference host core, GB/s (a host-side
             optimizer, ``perf.host_serial_times``); assumed from one-thread STREAM figures of
             2014-2016 desktop/server cores (10-15 GB/s), not fitted.
         step_sync_ms: serial host latency per step on a reference core, ms: the training
             loop synchronises every step (``loss.item()``, the loader's batch hand-off), so
-            the GPU waits this long before the next step's first kernel (fitted).
+            the GPU waits this long before the next step's first kernel. Legacy era: the
+            modern era's value measured on the H100 (in-process steps, no loader), an
+            assumption: the bubble is taken as the same in both software generations.
+        loader_handoff_ms: serial latency per step of taking the batch from DataLoader
+            worker processes (multiprocessing queue, shared-memory tensors passed by file
+            descriptor, unpickled on the main thread), reference-core ms; fitted (legacy:
+            Gavel ResNet-18 P100, which loads CIFAR-10 with 2 workers). Not paid by datasets
+            in ``inline_ops_per_sample``; 0 in the modern era (its steps were measured
+            in-process).
+        inline_ops_per_sample: datasets loaded on the main thread (no worker processes), ops
+            dispatched per sample: ``batch * ops * dispatch_us`` of serial host time per step
+            instead of the hand-off and the parallel input pipeline (``hostwork``).
         cpu_ms_per_sample: input pipeline cost per sample by dataset (reference core ms).
         cpu_ms_per_kind: the same by dataset kind, for datasets not named above.
         cpu_ms_default: the same for anything else.
@@ -118,6 +142,9 @@ class EmulatorParams:
     cudnn_dispatch_us: float = 12.0
     view_dispatch_us: float = 12.0
     step_sync_ms: float = 5.0
+    loader_handoff_ms: float = 0.0
+    inline_ops_per_sample: dict[str, float] = field(default_factory=_default_inline_ops)
+    per_tensor_optimizer: float = 1.0
     cpu_ms_per_sample: dict[str, float] = field(default_factory=_default_cpu_ms)
     cpu_ms_per_kind: dict[str, float] = field(default_factory=_default_cpu_ms_kind)
     cpu_ms_default: float = 0.05

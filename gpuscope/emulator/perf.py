@@ -61,9 +61,13 @@ power-throttled).
 
 Host, in parallel: the main thread dispatches every op (``dispatch_us`` per op on a reference
 core; ``cudnn_dispatch_us`` per convolution/normalisation kernel, ``view_dispatch_us`` per
-view) and synchronises once per step (``step_sync_ms``), with the values of the device's host
-era (``DeviceSpec.host_era``, ``EmulatorParams.for_era``); the input pipeline prepares the next
-batch (``cpu_ms_per_sample * batch / (cores * speed)``). One iteration lasts
+view) and synchronises once per step (``step_sync_ms``), plus, when the batch comes from
+DataLoader worker processes, their hand-off (``loader_handoff_ms``), with the values of the
+device's host era (``DeviceSpec.host_era``, ``EmulatorParams.for_era``); the input pipeline
+prepares the next batch (``cpu_ms_per_sample * batch / (cores * speed)``), or, for a dataset
+indexed on the main thread (``inline_ops_per_sample``), its ops are serial host work. In an era
+with ``per_tensor_optimizer`` (PyTorch 1.x) each traced foreach optimizer kernel is one kernel
+and one dispatch per parameter tensor, and ``zero_grad`` zeroes every gradient (``hostwork``). One iteration lasts
 ``max(max(t_gpu, t_dispatch) + t_sync + t_serial, workers * t_gpu, t_pipeline)``:
 ``t_serial`` is host work the device waits for and ``workers`` the processes sharing the GPU
 (``hostwork``: an RL job's environment steps, a host-side optimizer, Hogwild workers, a sparse
@@ -87,8 +91,12 @@ from gpuscope.emulator.hostwork import (
     batch_h2d_bytes,
     cpu_ms_per_sample,
     host_serial_times,
+    loader_times,
+    optimizer_tensor_counts,
+    per_tensor_extra_dispatch,
     sparse_batch_host_s,
     sparse_densify_s,
+    zero_grad_gpu_s,
 )
 from gpuscope.emulator.memory import (
     OPTIMIZER_COPIES,
@@ -214,6 +222,8 @@ class GraphCost:
     n_cudnn: int = 0
     n_cudnn_forward: int = 0
     n_conv_configs: int = 0
+    opt_tensors: np.ndarray | None = None
+    n_param_tensors: int = 0
 
     @classmethod
     def from_graph(cls, graph: OpGraph, batch_size: int | None = None) -> GraphCost:
@@ -243,6 +253,7 @@ class GraphCost:
                 steps[j], work_mem[j] = float(rec[0]), work[j] / rec[0]
                 if rec[0] > 1:  # one step's gates; a single step is an ordinary GEMM
                     work[j] = float(rec[1])
+        opt_tensors, n_par = optimizer_tensor_counts(graph, kern)
         return cls(
             flops=flops, bytes=byts, numel=numel,
             cls=np.array([_CLASS_INDEX.get(n.op_class, _CLASS_INDEX["other"]) for n in kern]),
@@ -273,6 +284,7 @@ class GraphCost:
             n_cudnn=sum(1 for n in kern if n.op_class in _CUDNN_CLASSES),
             n_cudnn_forward=sum(1 for n in kern if n.op_class in _CUDNN_CLASSES and n.phase == "forward"),
             n_conv_configs=_conv_configs(graph),
+            opt_tensors=opt_tensors, n_param_tensors=n_par,
         )
 
     def dispatch_s(self, params: EmulatorParams, speed: float, forward_only: bool = False) -> float:
@@ -284,6 +296,8 @@ class GraphCost:
         nv = self.n_views_forward if forward_only else self.n_views
         us = (n * params.dispatch_us + nc * (params.cudnn_dispatch_us - params.dispatch_us)
               + nv * (params.view_dispatch_us - params.dispatch_us))
+        if not forward_only and params.per_tensor_optimizer > 0:  # PyTorch 1.x optimizer loops
+            us += params.per_tensor_optimizer * per_tensor_extra_dispatch(self) * params.dispatch_us
         return us * 1e-6 / speed
 
 
@@ -357,6 +371,8 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     bw = device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill
     t_mem = byts / bw
     launches = 1.0 if cost.steps is None else np.where(cost.steps > 0, cost.steps * RNN_KERNELS_PER_STEP, 1.0)
+    if params.per_tensor_optimizer > 0 and cost.opt_tensors is not None:  # one kernel per tensor
+        launches = launches * (1.0 + params.per_tensor_optimizer * (cost.opt_tensors - 1.0))
     t_op = np.maximum(t_flop, t_mem) + params.launch_us * 1e-6 * launches
     if params.amp_layout_passes > 0 and _half_tensor_convs(cost, device, precision):
         # NCHW activations: cuDNN's half-precision tensor-core kernels work in NHWC, so each
@@ -408,6 +424,7 @@ def estimate(
             "context_mb", "weights_mb", "grads_mb", "optimizer_mb", "activations_mb", "workspace_mb")})
     speed = device.host_single_core
     t_gpu, t_fwd, t_mem = gpu_times(cost, device, p, prec)
+    t_gpu += zero_grad_gpu_s(cost, device, p)
     t_opt_gpu = 0.0
     if cost.host_optimizer and cost.optimizer is not None:  # it runs on the host instead
         t_opt_gpu = float(kernel_times(cost, device, p, prec)[0][cost.optimizer].sum())
@@ -421,11 +438,13 @@ def estimate(
     # an RL job's environment is its input pipeline, stepped in line with the device; a sparse
     # batch built on the main thread is too (no loader workers)
     t_batch = sparse_batch_host_s(cost, job.batch_size, device, p)
-    in_line = bool(cost.env_steps) or t_batch > 0
+    t_handoff, t_inline = loader_times(job, device, p)
+    in_line = bool(cost.env_steps) or t_batch > 0 or p.inline_ops_per_sample.get(job.dataset, 0.0) > 0
     cpu_per_iter = 0.0 if in_line else job.batch_size * cpu_ms_per_sample(job, p) * 1e-3 / speed
     t_pipe = cpu_per_iter / cores
-    t_sync = p.step_sync_ms * 1e-3 / speed
-    t_serial = t_env + t_update + t_batch
+    # the worker hand-off only where the batch comes from loader workers
+    t_sync = p.step_sync_ms * 1e-3 / speed + (0.0 if in_line else t_handoff)
+    t_serial = t_env + t_update + t_batch + t_inline
     # worker processes share the GPU (time-sliced contexts): their kernels add up
     t_gpu_all = cost.workers * t_gpu
     iter_s = max(max(t_gpu, t_dispatch) + t_sync + t_serial, t_gpu_all, t_pipe)
