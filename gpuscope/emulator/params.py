@@ -68,6 +68,11 @@ class EmulatorParams:
     Attributes:
         class_eff: achievable fraction of compute peak per op class.
         arch_eff: per-architecture multiplier on compute and bandwidth efficiency (fitted).
+        arch_class_eff: cited exceptions, ``"<arch>:<op class>"`` -> fraction of the FP32
+            (CUDA-core) peak that class reaches on that architecture when it fills the GPU;
+            replaces ``class_eff[class] * arch_eff[arch]`` for the compute side of that pair
+            only (memory side, tensor-core rates and every other pair unchanged). Issue 11:
+            ``kepler:matmul`` = cuBLAS SGEMM on a Kepler die (docs/emulator.md, calibration).
         bw_eff: achievable fraction of memory bandwidth.
         tensor_eff: fraction of the TF32 tensor-core peak convolutions reach (Ampere+).
         winograd_speedup: effective speed-up of 3x3 convolutions (cuDNN Winograd: 2.25x fewer
@@ -133,6 +138,7 @@ class EmulatorParams:
 
     class_eff: dict[str, float] = field(default_factory=_default_class_eff)
     arch_eff: dict[str, float] = field(default_factory=_default_arch_eff)
+    arch_class_eff: dict[str, float] = field(default_factory=dict)
     bw_eff: float = 0.75
     tensor_eff: float = 0.35
     winograd_speedup: float = 1.8
@@ -201,6 +207,8 @@ class EmulatorParams:
             cur = getattr(base, k)
             if k == "host_eras":
                 kw[k] = {str(era): _era_overrides(str(era), o, names) for era, o in dict(v).items()}
+            elif k == "arch_class_eff":
+                kw[k] = _arch_class_table(v)
             elif isinstance(cur, dict):
                 kw[k] = {**cur, **{str(a): float(b) for a, b in v.items()}}
             else:
@@ -217,6 +225,25 @@ class EmulatorParams:
         from gpuscope.io import read_json
 
         return cls.from_dict(read_json(path, "emulator parameters", kind=dict))
+
+
+def _arch_class_table(v: Any) -> dict[str, float]:
+    """``arch_class_eff`` checked: keys ``"<arch>:<op class>"``, values in (0, 1]."""
+    from gpuscope.graphs.opgraph import OP_CLASSES
+
+    if not isinstance(v, dict):
+        raise InputError("arch_class_eff: expected a table of \"<arch>:<op class>\" = fraction")
+    out: dict[str, float] = {}
+    for key, val in v.items():
+        arch, _, cls = str(key).partition(":")
+        if not arch or cls not in OP_CLASSES:
+            raise InputError(f"arch_class_eff: key {key!r} is not \"<arch>:<op class>\" "
+                             f"(op classes: {', '.join(OP_CLASSES)})")
+        f = float(val)
+        if not 0.0 < f <= 1.0:
+            raise InputError(f"arch_class_eff: {key} = {f} is not a fraction of peak in (0, 1]")
+        out[str(key)] = f
+    return out
 
 
 def _era_overrides(era: str, over: Any, names: set[str]) -> dict[str, Any]:

@@ -54,6 +54,10 @@ kernel: its FLOPs are ``torch.utils.flop_counter``'s (backward includes the reco
   on NCHW tensors (PyTorch's default memory format) also pay cuDNN's NCHW<->NHWC transposes:
   ``amp_layout_passes`` more passes over each convolution's traffic, memory-bound.
 
+``eff_class * eff_arch`` is replaced, for the compute side only, by a cited
+``arch_class_eff["<arch>:<class>"]`` where one exists (``class_compute_eff``; issue 11: Kepler
+matmuls at cuBLAS SGEMM's 0.63 of peak, Kepler convolutions stay fitted on ResNet-50).
+
 Every ``peak_i`` is the datasheet figure at boost clock times the device's ``clock_factor``
 (sustained over boost SM clock under load where the catalog cites one, e.g. the 70 W T4;
 else 1; issue 11 item 4); the memory bandwidth is not scaled (the memory clock is not
@@ -353,11 +357,21 @@ def _mm_rate(cost: GraphCost, device: DeviceSpec, params: EmulatorParams, precis
     return rate
 
 
+def class_compute_eff(params: EmulatorParams, arch: str) -> np.ndarray:
+    """Fraction of the FP32 (CUDA-core) peak each op class (``OP_CLASSES`` order) reaches on
+    ``arch`` when it fills the GPU: ``class_eff * arch_eff``, except the cited
+    ``arch_class_eff`` pairs (issue 11: cuBLAS SGEMM on Kepler), which replace it."""
+    a = params.arch_eff.get(arch, 1.0)
+    other = params.class_eff.get("other", 0.3)
+    return np.array([params.arch_class_eff.get(f"{arch}:{c}", params.class_eff.get(c, other) * a)
+                     for c in OP_CLASSES], dtype=np.float64)
+
+
 def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
                  precision: str = "fp32") -> tuple[np.ndarray, np.ndarray]:
     """(time, memory-busy time) of every kernel of one step, seconds (module docstring)."""
     arch = params.arch_eff.get(device.arch, 1.0)
-    ceff = np.array([params.class_eff.get(c, params.class_eff.get("other", 0.3)) for c in OP_CLASSES])
+    ceff = class_compute_eff(params, device.arch) / arch  # divided by arch again below
     rate = _mm_rate(cost, device, params, precision, device.fp32_tflops * 1e12 * ceff[cost.cls])
     rate = np.where(cost.winograd, rate * params.winograd_speedup, rate)
     work = cost.work if cost.work is not None else cost.numel
