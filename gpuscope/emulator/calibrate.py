@@ -188,7 +188,7 @@ def fit_published(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
     from gpuscope.emulator.perf import gpu_times
 
     pub, b = PUBLISHED_R50, cost.batch_size
-    v100, t4, h100 = get_device("v100"), get_device("t4"), get_device("h100")
+    v100, h100 = get_device("v100"), get_device("h100")
     a100 = replace(get_device("a100"), mem_gb=80.0, mem_bw_gbs=2039.0)  # DGX A100 80GB
 
     def thr(dev: DeviceSpec, prec: str, prm: EmulatorParams, fwd: bool = False) -> float:
