@@ -16,6 +16,9 @@ footprint = CUDA context + weights + gradients + optimizer state + saved activat
   ``torch.autograd.graph.saved_tensors_hooks`` on a transformer layer. Graphs without
   backward edges (e.g. some TensorFlow exports) fall back to every forward output that
   allocates (``activation_bytes``);
+  this saved-set rule is the previous behaviour (``EmulatorParams.memory_liveness = 0``); the
+  default is the step's liveness peak less its gradients (``emulator.liveness``), which also
+  counts the transients alive together (a language model's logits and their gradient);
 * the caching allocator's fragmentation adds ``alloc_overhead`` to activations and gradients;
   cuDNN/cuBLAS workspace a constant.
 
@@ -123,9 +126,13 @@ class MemoryFootprint:
 
 def footprint(graph: OpGraph, optimizer: str, device: DeviceSpec,
               params: EmulatorParams, precision: str = "fp32") -> MemoryFootprint:
-    """Memory footprint of a training step of ``graph`` with ``optimizer`` on ``device``."""
-    return footprint_from_sizes(param_bytes(graph), saved_bytes(graph), optimizer, device,
-                                params, precision)
+    """Memory footprint of a training step of ``graph`` with ``optimizer`` on ``device``
+    (activations by ``params.memory_liveness``: the liveness peak, else the saved bytes)."""
+    from gpuscope.emulator.liveness import live_activation_bytes
+
+    pb = param_bytes(graph)
+    act = live_activation_bytes(graph, pb) if params.memory_liveness else saved_bytes(graph)
+    return footprint_from_sizes(pb, act, optimizer, device, params, precision)
 
 
 def footprint_from_sizes(

@@ -123,6 +123,9 @@ class EmulatorParams:
         context_mb: CUDA context + framework reservation on the device, MB.
         workspace_mb: cuDNN/cuBLAS workspace, MB.
         alloc_overhead: caching-allocator fragmentation on activations and gradients.
+        memory_liveness: 1 (default): the activation memory is the step's liveness peak
+            over the traced graph less its gradients (``emulator.liveness``, issue 11 item
+            2); 0: the previous rule, the bytes saved for backward (``memory.saved_bytes``).
         overlap: fraction of the gradient all-reduce hidden behind backward (fitted).
         link_eff: achievable fraction of PCIe/NVLink bandwidth in all-reduce (fitted).
         allreduce_latency_us: per ring step latency, microseconds.
@@ -165,6 +168,7 @@ class EmulatorParams:
     context_mb: float = 400.0
     workspace_mb: float = 256.0
     alloc_overhead: float = 0.1
+    memory_liveness: float = 1.0
     overlap: float = 0.5
     link_eff: float = 0.7
     allreduce_latency_us: float = 30.0

@@ -102,6 +102,7 @@ from gpuscope.emulator.hostwork import (
     sparse_densify_s,
     zero_grad_gpu_s,
 )
+from gpuscope.emulator.liveness import live_activation_bytes
 from gpuscope.emulator.memory import (
     OPTIMIZER_COPIES,
     VIEW_OPS,
@@ -186,6 +187,7 @@ class GraphCost:
 
     ``work``: elements each kernel touches (its parallelism); ``scalar``: kernels with a
     scalar (<= 1 element) output; ``activation_bytes``: saved-for-backward bytes;
+    ``live_activation_bytes``: the step's liveness peak less its gradients (``act_bytes``);
     ``steps``: sequential timesteps of a recurrent kernel (0 for every other kernel), whose
     ``work`` is then the parallel elements of one timestep (module docstring) and
     ``work_mem`` the elements one timestep moves;
@@ -228,6 +230,15 @@ class GraphCost:
     n_conv_configs: int = 0
     opt_tensors: np.ndarray | None = None
     n_param_tensors: int = 0
+    live_activation_bytes: float | None = None
+
+    def act_bytes(self, params: EmulatorParams) -> float:
+        """The footprint's activation bytes: the liveness peak less the gradients
+        (``emulator.liveness``) unless ``params.memory_liveness`` is 0 (the previous rule:
+        the saved-for-backward bytes)."""
+        if params.memory_liveness and self.live_activation_bytes is not None:
+            return self.live_activation_bytes
+        return self.activation_bytes
 
     @classmethod
     def from_graph(cls, graph: OpGraph, batch_size: int | None = None) -> GraphCost:
@@ -289,6 +300,7 @@ class GraphCost:
             n_cudnn_forward=sum(1 for n in kern if n.op_class in _CUDNN_CLASSES and n.phase == "forward"),
             n_conv_configs=_conv_configs(graph),
             opt_tensors=opt_tensors, n_param_tensors=n_par,
+            live_activation_bytes=live_activation_bytes(graph, param_bytes(graph)),
         )
 
     def dispatch_s(self, params: EmulatorParams, speed: float, forward_only: bool = False) -> float:
@@ -430,7 +442,7 @@ def estimate(
     cost = graph if isinstance(graph, GraphCost) else GraphCost.from_graph(graph, job.batch_size)
     prec = job_precision(job)
     # a graph traced under autocast already holds half-precision activations and weight casts
-    mem = footprint_from_sizes(cost.param_bytes, cost.activation_bytes, job.optimizer, device, p,
+    mem = footprint_from_sizes(cost.param_bytes, cost.act_bytes(p), job.optimizer, device, p,
                                "fp32" if cost.half_traced else prec)
     if cost.workers > 1:  # one process per worker: each its own context, model and state
         w = float(cost.workers)
