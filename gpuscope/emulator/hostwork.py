@@ -22,7 +22,7 @@ from gpuscope.emulator.params import EmulatorParams
 from gpuscope.graphs.aten_ops import is_foreach
 
 if TYPE_CHECKING:
-    from gpuscope.emulator.perf import EmulatedJob, GraphCost
+    from gpuscope.emulator.graphcost import EmulatedJob, GraphCost
     from gpuscope.graphs.opgraph import OpGraph, OpNode
 
 

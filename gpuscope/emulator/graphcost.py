@@ -1,0 +1,223 @@
+"""One training step's cost arrays (``GraphCost``), read once from its traced graph.
+
+``GraphCost.from_graph`` turns an ``OpGraph`` into per-kernel arrays (FLOPs, bytes, parallelism
+``work``, op class, phase, scalar output, Winograd, recurrence steps) and per-step counts
+(dispatches, cuDNN calls, views, convolution configurations, optimizer tensors), plus the
+memory sizes (parameters, saved-for-backward bytes, the liveness peak). ``perf`` prices these
+arrays on a device (the equations are in ``gpuscope.emulator.perf``'s docstring); computing them
+once per graph is what keeps a 432-run campaign within seconds (issue 11).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from gpuscope.emulator.hostwork import optimizer_tensor_counts, per_tensor_extra_dispatch
+from gpuscope.emulator.liveness import live_activation_bytes
+from gpuscope.emulator.memory import VIEW_OPS, op_base, param_bytes, saved_bytes
+from gpuscope.emulator.params import EmulatorParams
+from gpuscope.graphs.aten_ops import attention_work_fraction, recurrent_shape
+from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
+from gpuscope.jobs import DatasetSpec
+
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+_CLASS_INDEX = {c: i for i, c in enumerate(OP_CLASSES)}
+_NO_KERNEL_CLASSES = frozenset({"constant", "control"})
+_TF32_ARCHS = frozenset({"ampere", "ada", "hopper"})
+_CUDNN_CLASSES = frozenset({"conv", "norm"})
+_VIEW_OPS = VIEW_OPS  # kept for importers of the old name
+_op_base = op_base
+#: Kernels per timestep of a recurrent layer: cuDNN's recurrent GEMM and its fused element-wise
+#: kernel (forward: gates; backward-data: gate gradients), each at least one ``launch_us``.
+RNN_KERNELS_PER_STEP: int = 2
+
+
+class EmulatedJob(Protocol):
+    """What :func:`estimate` reads of a job: a :class:`~gpuscope.jobs.JobSpec`, or a stand-in
+    for a model outside the catalog (``emulator/fidelity.py``'s Gavel jobs)."""
+
+    @property
+    def dataset(self) -> str: ...
+    @property
+    def optimizer(self) -> str: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def epochs(self) -> int: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def dataset_spec(self) -> DatasetSpec: ...
+
+
+def job_precision(job: EmulatedJob) -> str:
+    """The job's precision (``fp32`` for jobs without the field)."""
+    p = str(getattr(job, "precision", "fp32") or "fp32")
+    return p if p in PRECISIONS else "fp32"
+
+
+def _winograd_convs(graph: OpGraph) -> set[int]:
+    """Indices of convolutions (forward or backward) whose weight is 3x3: cuDNN runs them with
+    Winograd, which needs ~2.25x fewer multiplies than the direct FLOPs the graph counts."""
+    convs = {i for i, n in enumerate(graph.nodes) if n.op_class == "conv"}
+    out: set[int] = set()
+    for s, d in graph.edges:
+        if d in convs:
+            n = graph.nodes[s]
+            if n.op == "Parameter" and len(n.shape) == 4 and n.shape[2] == 3 and n.shape[3] == 3:
+                out.add(d)
+    return out
+
+
+def _conv_configs(graph: OpGraph) -> int:
+    """Distinct forward convolution configurations (input, weight and output shapes, dtype):
+    cuDNN's autotuner (``cudnn.benchmark``) benchmarks each configuration once and caches it,
+    so ResNet-101's 104 convolutions cost about as much to tune as ResNet-50's 53."""
+    ins: dict[int, list[tuple[int, ...]]] = {}
+    convs = {i for i, n in enumerate(graph.nodes) if n.op_class == "conv" and n.phase == "forward"}
+    for s, d in graph.edges:
+        if d in convs:
+            ins.setdefault(d, []).append(tuple(graph.nodes[s].shape))
+    return len({(tuple(sorted(ins.get(i, []))), tuple(graph.nodes[i].shape), graph.nodes[i].dtype_bytes)
+                for i in convs})
+
+
+@dataclass(frozen=True)
+class GraphCost:
+    """Device-independent arrays of one OpGraph's kernels (built once, reused per device).
+
+    ``work``: elements each kernel touches (its parallelism); ``scalar``: kernels with a
+    scalar (<= 1 element) output; ``activation_bytes``: saved-for-backward bytes;
+    ``live_activation_bytes``: the step's liveness peak less its gradients (``act_bytes``);
+    ``steps``: sequential timesteps of a recurrent kernel (0 for every other kernel), whose
+    ``work`` is then the parallel elements of one timestep (module docstring) and
+    ``work_mem`` the elements one timestep moves;
+    ``env_steps``/``host_optimizer``: the graph's host-side work (``host_serial_times``);
+    ``workers``: processes running the same step on the one GPU (Gavel's A3C: 4);
+    ``sparse_nnz_per_sample``/``sparse_dense_width``: a sparse input built on the host each
+    step, its mean non-zeros per sample and its dense width (Gavel's Recommendation;
+    ``hostwork.sparse_batch_host_s``)."""
+
+    flops: np.ndarray
+    bytes: np.ndarray
+    numel: np.ndarray
+    cls: np.ndarray
+    is_conv_fp32: np.ndarray
+    is_half: np.ndarray
+    forward: np.ndarray
+    winograd: np.ndarray
+    n_dispatch: int
+    n_dispatch_forward: int
+    n_conv_forward: int
+    param_bytes: float
+    activation_bytes: float
+    batch_size: int
+    work: np.ndarray | None = None
+    is_mm: np.ndarray | None = None
+    optimizer: np.ndarray | None = None
+    scalar: np.ndarray | None = None
+    half_traced: bool = False
+    steps: np.ndarray | None = None
+    work_mem: np.ndarray | None = None
+    env_steps: int = 0
+    host_optimizer: bool = False
+    workers: int = 1
+    sparse_nnz_per_sample: float = 0.0
+    sparse_dense_width: int = 0
+    n_views: int = 0
+    n_views_forward: int = 0
+    n_cudnn: int = 0
+    n_cudnn_forward: int = 0
+    n_conv_configs: int = 0
+    opt_tensors: np.ndarray | None = None
+    n_param_tensors: int = 0
+    live_activation_bytes: float | None = None
+
+    def act_bytes(self, params: EmulatorParams) -> float:
+        """The footprint's activation bytes: the liveness peak less the gradients
+        (``emulator.liveness``) unless ``params.memory_liveness`` is 0 (the previous rule:
+        the saved-for-backward bytes)."""
+        if params.memory_liveness and self.live_activation_bytes is not None:
+            return self.live_activation_bytes
+        return self.activation_bytes
+
+    @classmethod
+    def from_graph(cls, graph: OpGraph, batch_size: int | None = None) -> GraphCost:
+        wino = _winograd_convs(graph)
+        kern_idx = [
+            i for i, n in enumerate(graph.nodes)
+            if n.op_class not in _NO_KERNEL_CLASSES and op_base(n.op) not in VIEW_OPS
+        ]
+        kern = [graph.nodes[i] for i in kern_idx]
+        dispatch = [n for n in graph.nodes if n.op_class not in _NO_KERNEL_CLASSES]
+        flops = np.array([(n.flops or 0.0) * attention_work_fraction(n.op, n.shape) for n in kern],
+                         dtype=np.float64)
+        # Unknown traffic: read the output's size once and write it once.
+        byts = np.array(
+            [n.bytes_accessed if n.bytes_accessed is not None else 2.0 * n.out_bytes for n in kern],
+            dtype=np.float64,
+        )
+        numel = np.array([max(1, n.numel) for n in kern], dtype=np.float64)
+        dtb = np.array([max(1, n.dtype_bytes) for n in kern], dtype=np.float64)
+        bs = batch_size or int(graph.meta.get("batch_size") or 1)
+        work = np.maximum(numel, byts / dtb)
+        work_mem = work.copy()
+        steps = np.zeros(len(kern), dtype=np.float64)
+        for j, n in enumerate(kern):
+            rec = recurrent_shape(n.op, n.shape)
+            if rec is not None:
+                steps[j], work_mem[j] = float(rec[0]), work[j] / rec[0]
+                if rec[0] > 1:  # one step's gates; a single step is an ordinary GEMM
+                    work[j] = float(rec[1])
+        opt_tensors, n_par = optimizer_tensor_counts(graph, kern)
+        return cls(
+            flops=flops, bytes=byts, numel=numel,
+            cls=np.array([_CLASS_INDEX.get(n.op_class, _CLASS_INDEX["other"]) for n in kern]),
+            # cuDNN kernels (convolutions, recurrences) use TF32 on Ampere+ unless disabled
+            is_conv_fp32=np.array([(n.op_class == "conv" or steps[j] > 0) and n.dtype_bytes >= 4
+                                   for j, n in enumerate(kern)], dtype=bool),
+            is_half=np.array([n.dtype_bytes <= 2 and n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
+            forward=np.array([n.phase == "forward" for n in kern], dtype=bool),
+            winograd=np.array([i in wino for i in kern_idx], dtype=bool),
+            n_dispatch=len(dispatch),
+            n_dispatch_forward=sum(1 for n in dispatch if n.phase == "forward"),
+            n_conv_forward=sum(1 for n in kern if n.op_class == "conv" and n.phase == "forward"),
+            param_bytes=param_bytes(graph), activation_bytes=saved_bytes(graph),
+            batch_size=bs,
+            work=work, steps=steps if bool((steps > 0).any()) else None,
+            work_mem=work_mem if bool((steps > 0).any()) else None,
+            env_steps=int(graph.meta.get("env_steps", 0) or 0),
+            host_optimizer=bool(graph.meta.get("host_optimizer", False)),
+            workers=max(1, int(graph.meta.get("workers", 1) or 1)),
+            sparse_nnz_per_sample=float(graph.meta.get("sparse_nnz_per_sample", 0.0) or 0.0),
+            sparse_dense_width=int(graph.meta.get("sparse_dense_width", 0) or 0),
+            is_mm=np.array([n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
+            optimizer=np.array([n.phase == "optimizer" for n in kern], dtype=bool),
+            scalar=np.array([n.numel <= 1 for n in kern], dtype=bool),
+            half_traced=any(n.dtype_bytes == 2 and n.op_class in ("conv", "matmul") for n in kern),
+            n_views=len(dispatch) - len(kern),
+            n_views_forward=sum(1 for n in dispatch if n.phase == "forward") - sum(1 for n in kern if n.phase == "forward"),
+            n_cudnn=sum(1 for n in kern if n.op_class in _CUDNN_CLASSES),
+            n_cudnn_forward=sum(1 for n in kern if n.op_class in _CUDNN_CLASSES and n.phase == "forward"),
+            n_conv_configs=_conv_configs(graph),
+            opt_tensors=opt_tensors, n_param_tensors=n_par,
+            live_activation_bytes=live_activation_bytes(graph, param_bytes(graph)),
+        )
+
+    def dispatch_s(self, params: EmulatorParams, speed: float, forward_only: bool = False) -> float:
+        """Host time to dispatch the step's ops (or its forward ops), seconds: ``dispatch_us``
+        per op, ``cudnn_dispatch_us`` per convolution/normalisation kernel and
+        ``view_dispatch_us`` per view instead (all equal in the legacy era)."""
+        n = self.n_dispatch_forward if forward_only else self.n_dispatch
+        nc = self.n_cudnn_forward if forward_only else self.n_cudnn
+        nv = self.n_views_forward if forward_only else self.n_views
+        us = (n * params.dispatch_us + nc * (params.cudnn_dispatch_us - params.dispatch_us)
+              + nv * (params.view_dispatch_us - params.dispatch_us))
+        if not forward_only and params.per_tensor_optimizer > 0:  # PyTorch 1.x optimizer loops
+            us += params.per_tensor_optimizer * per_tensor_extra_dispatch(self) * params.dispatch_us
+        return us * 1e-6 / speed
