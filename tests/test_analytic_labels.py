@@ -97,3 +97,43 @@ def test_weighted_kmeans_matches_the_labeler() -> None:
         c = rng.integers(1, 40, 6)
         thr, _ = al.weighted_kmeans(v, c.astype(float))
         assert thr == kmeans_threshold(np.repeat(v, c))
+
+
+def _frame(builder: FeatureBuilder) -> tuple[object, np.ndarray, np.ndarray]:
+    jobs = [j.with_(epochs=e) for j in JOBS for e in (2, 4)]
+    devs = ["titanx", "v100"]
+    pairs = [(j, d) for j in jobs for d in devs]
+    frame = builder.frame([j for j, _ in pairs], [d for _, d in pairs], progress=False)
+    steps = np.array([j.total_steps for j, _ in pairs], np.float64)
+    return frame, steps, np.array([j.model for j, _ in pairs])
+
+
+def test_learners_correct_the_analytic_labels_and_v1_states_still_load(
+        builder: FeatureBuilder) -> None:
+    from gpuscope.predictor.hybrid import HybridModel, decode_targets
+    from gpuscope.predictor.labelspace import analytic_z
+    from gpuscope.predictor.physics import FEATURES, LABEL_FEATURES
+    from gpuscope.resources import TARGETS
+
+    frame, steps, groups = _frame(builder)
+    Z = np.column_stack([analytic_z(frame, t) for t in TARGETS])
+    Y = decode_targets(frame, Z, TARGETS, steps)  # labels = the analytic labels exactly
+    m = HybridModel(kinds="gbt", gbt_iter=20).fit(frame, Y, steps, groups)
+    np.testing.assert_allclose(m.predict(frame, steps), Y, rtol=1e-9, atol=1e-9)
+    # a learner on the label itself (residual=False) does not reproduce them
+    raw = HybridModel(kinds="gbt", gbt_iter=20, residual=False).fit(frame, Y, steps, groups)
+    assert not np.allclose(raw.predict(frame, steps), Y, rtol=1e-3)
+    # a version-1 state (no label version, features without the analytic labels) loads as
+    # a label-space model and predicts as it did
+    st = raw.get_state()
+    st.pop("label_version")
+    st.pop("residual")
+    st["features"] = [f for f in FEATURES if f not in LABEL_FEATURES]
+    st["domain_min"], st["domain_max"] = (st[k][:len(st["features"])]
+                                          for k in ("domain_min", "domain_max"))
+    old = HybridModel.from_state(st)
+    assert old.label_version_ == 1 and not old.residual
+    np.testing.assert_array_equal(old.predict(frame, steps), raw.predict(frame, steps))
+    assert old.domain(frame)[0].shape == (len(frame),)
+    with pytest.raises(ValueError, match="feature list"):
+        HybridModel.from_state({**st, "features": ["not_a_feature"]})

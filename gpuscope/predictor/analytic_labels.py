@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuscope.devices import DeviceSpec
+from gpuscope.emulator.perf import EmulatedJob, Estimate
 from gpuscope.resources import PEAK_FRACTION, PEAK_QUANTILE, RESOURCES, TARGETS
 
 #: Sensor noise s.d. of each resource in ``synth_trace`` (utilisations only where > 0).
@@ -120,12 +122,12 @@ def mixture_quantile(v: np.ndarray, w: np.ndarray, q: float, sd: float, cap: flo
     return 0.5 * (lo + hi)
 
 
-def _startup(est: object, threads: float, mem_cap: float, period_s: float
+def _startup(est: Estimate, threads: float, mem_cap: float, period_s: float
              ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The start-up samples exactly as ``synth_trace`` takes them (t = kP < start-up), noise
     aside: (times, values per resource)."""
-    S = float(est.startup_s)  # type: ignore[attr-defined]
-    mem = est.memory  # type: ignore[attr-defined]
+    S = float(est.startup_s)
+    mem = est.memory
     t = np.arange(0.0, S, period_s)
     frac = np.clip(t / max(S, 1e-9), 0.0, 1.0)
     base, ctx = mem.context_mb + mem.weights_mb, mem.context_mb
@@ -137,20 +139,20 @@ def _startup(est: object, threads: float, mem_cap: float, period_s: float
                "gpu_mem": np.clip(m, 0.0, mem_cap), "cpu_util": np.full(t.size, 100.0 / threads)}
 
 
-def _epoch(est: object, job: object, threads: float, mem_cap: float, period_s: float
+def _epoch(est: Estimate, job: EmulatedJob, threads: float, mem_cap: float, period_s: float
            ) -> tuple[dict[str, list[_Seg]], dict[str, float]]:
     """One epoch's segments (training, evaluation, checkpoint) per resource, and the level
     of each resource during an input-pipeline stall."""
     e = est
-    iter_s, t_gpu = float(e.iter_s), float(e.t_gpu_s)  # type: ignore[attr-defined]
+    iter_s, t_gpu = float(e.iter_s), float(e.t_gpu_s)
     f = window_busy(iter_s, min(t_gpu, iter_s), period_s)
-    tr_s = float(job.steps) * iter_s  # type: ignore[attr-defined]
+    tr_s = float(job.steps) * iter_s
     fw = np.full(f.size, tr_s / f.size)
-    ev_s, ck_s = float(e.eval_s), float(e.ckpt_s)  # type: ignore[attr-defined]
-    gu, gmu, cu = float(e.gpu_util), float(e.gpu_mem_util), float(e.cpu_util)  # type: ignore[attr-defined]
+    ev_s, ck_s = float(e.eval_s), float(e.ckpt_s)
+    gu, gmu, cu = float(e.gpu_util), float(e.gpu_mem_util), float(e.cpu_util)
     ev = 85.0 * gu
-    ratio = float(e.t_mem_s) / max(t_gpu, 1e-12)  # type: ignore[attr-defined]
-    total = min(float(e.memory.total_mb), mem_cap)  # type: ignore[attr-defined]
+    ratio = float(e.t_mem_s) / max(t_gpu, 1e-12)
+    total = min(float(e.memory.total_mb), mem_cap)
     one, cpu_tr = 100.0 / threads, min(100.0 * cu, 100.0)
     epoch = {
         "gpu_util": [_Seg(100.0 * f, fw, iter_s), _const(ev, ev_s), _const(0.0, ck_s)],
@@ -280,7 +282,7 @@ def _one_epoch(rc: _RunCounter, epoch: list[_Seg], pis: list[np.ndarray], mid: f
             rc.add(max(0.0, 1.0 - mid / g) if g > 0 else 0.0, period_s, 1.0)
 
 
-def analytic_labels(est: object, job: object, device: object, period_s: float,
+def analytic_labels(est: Estimate, job: EmulatedJob, device: DeviceSpec, period_s: float,
                     stall_rate_per_min: float = 0.0, stall_s: float = 1.0,
                     sensor_noise: bool = False) -> dict[str, float]:
     """The 12 non-execution-time labels of ``job``'s run on ``device`` from its ``Estimate``
@@ -290,12 +292,12 @@ def analytic_labels(est: object, job: object, device: object, period_s: float,
     sensor noise (``SENSOR_SD``) in the burst/idle classes and the peaks (the expected label
     of a synthesised trace), else the labels of a noise-free trace."""
     out = {t: math.nan for t in LABEL_TARGETS}
-    if getattr(est, "status", "ok") != "ok":
+    if est.status != "ok":
         return out
-    threads = float(device.host_threads)  # type: ignore[attr-defined]
-    mem_cap = float(device.mem_mb)  # type: ignore[attr-defined]
-    epochs = int(job.epochs)  # type: ignore[attr-defined]
-    lam = stall_rate_per_min / 60.0 * float(job.steps) * float(est.iter_s)  # type: ignore[attr-defined]
+    threads = float(device.host_threads)
+    mem_cap = float(device.mem_mb)
+    epochs = int(job.epochs)
+    lam = stall_rate_per_min / 60.0 * float(job.steps) * float(est.iter_s)
     t_st, st = _startup(est, threads, mem_cap, period_s)
     epoch, stall = _epoch(est, job, threads, mem_cap, period_s)
     # steady state: from the first sample whose memory reaches 90 % of the maximum
