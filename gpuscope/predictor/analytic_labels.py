@@ -308,12 +308,13 @@ def analytic_labels(est: Estimate, job: EmulatedJob, device: DeviceSpec, period_
         cap = mem_cap if r == "gpu_mem" else 100.0
         sd = SENSOR_SD[r] if sensor_noise else 0.0
         nz = r in ("cpu_util", "gpu_mem")  # utilisations are noisy only where > 0
-        # a training level whose window values spread less than the minimum gap is one
-        # level to the split (in the trace, jitter and noise make it a continuum that
-        # Lloyd's steps do not cut; its quadrature nodes would be cut)
+        # with sensor noise (and step jitter), a training level whose window values spread
+        # less than the minimum gap is one level to the split: in the trace it is a
+        # continuum that Lloyd's steps do not cut, where its quadrature nodes would be cut
+        # (a noise-free trace's windows are discrete values, cut as the nodes are)
         kv = [np.array([np.dot(s.v, s.w) / max(s.w.sum(), 1e-300)])
-              if s.step > 0 and np.ptp(s.v) < MIN_GAP_FRACTION * cap else s.v
-              for s in epoch[r]]
+              if sensor_noise and s.step > 0 and np.ptp(s.v) < MIN_GAP_FRACTION * cap
+              else s.v for s in epoch[r]]
         kw = [np.array([s.w.sum()]) if x.size != s.v.size else s.w
               for s, x in zip(epoch[r], kv, strict=True)]
         v = np.concatenate([st[r]] + kv + [np.array([stall[r]])])
