@@ -112,10 +112,12 @@ def effective_period(est: Estimate, period_s: float, max_samples: int) -> float:
 
 def synth_trace(
     est: Estimate, job: JobSpec, device: DeviceSpec, params: EmulatorParams, seed: int = 0,
-    period_s: float = PERIOD_S,
+    period_s: float = PERIOD_S, sensor_noise: bool = True,
 ) -> tuple[pd.DataFrame, float]:
     """Samples (``t_s``, ``gpu_util``, ``gpu_mem_util``, ``gpu_mem``, ``cpu_util``) of the
-    emulated run and its execution time in seconds."""
+    emulated run and its execution time in seconds. ``sensor_noise=False`` leaves out the
+    Gaussian sensor noise (with ``iter_jitter`` and ``stall_rate_per_min`` at 0 in ``params``:
+    a noise-free trace, the reference of ``gpuscope.predictor.analytic_labels``, issue 13)."""
     rng = run_rng(seed, device.name, job.key)
     ph = phases(est, job, params, rng)
     period_s = effective_period(est, period_s, int(params.max_trace_samples))
@@ -174,10 +176,11 @@ def synth_trace(
     gpu[oom] = rng.uniform(0.0, 30.0, int(oom.sum()))
 
     # Sensor noise: a few percent on utilisations, a few MB on memory.
-    gpu = np.clip(gpu + rng.normal(0.0, 2.0, n) * (gpu > 0), 0.0, 100.0)
-    memu = np.clip(memu + rng.normal(0.0, 1.5, n) * (memu > 0), 0.0, 100.0)
-    cpu = np.clip(cpu + rng.normal(0.0, 1.0, n), 0.0, 100.0)
-    mem = np.clip(mem + rng.normal(0.0, 2.0, n), 0.0, device.mem_mb)
+    sd = 1.0 if sensor_noise else 0.0
+    gpu = np.clip(gpu + sd * rng.normal(0.0, 2.0, n) * (gpu > 0), 0.0, 100.0)
+    memu = np.clip(memu + sd * rng.normal(0.0, 1.5, n) * (memu > 0), 0.0, 100.0)
+    cpu = np.clip(cpu + sd * rng.normal(0.0, 1.0, n), 0.0, 100.0)
+    mem = np.clip(mem + sd * rng.normal(0.0, 2.0, n), 0.0, device.mem_mb)
     df = pd.DataFrame({"t_s": t, "gpu_util": np.round(gpu, 2), "gpu_mem_util": np.round(memu, 2),
                        "gpu_mem": np.round(mem, 1), "cpu_util": np.round(cpu, 2)})
     return df, float(ph.end_s)

@@ -40,6 +40,10 @@ def register(subparsers: Any) -> None:
     t.add_argument("--kinds", default="auto",
                    help="physics: auto (per-target winner on held-out families), gbt, mlp "
                         "or analytic")
+    t.add_argument("--no-residual", action="store_true",
+                   help="physics: learners predict each target's value instead of the "
+                        "correction to its analytic label (the model before issue 13's "
+                        "analytic labels)")
     t.add_argument("--targets", default="full", choices=("full", "driple"), help="full (13 targets, default) or driple (6)")
     t.add_argument("--split", default="random", choices=("random", "family"), help="random (60/20/20, default) or family")
     t.add_argument("--seed", type=int, default=0)
@@ -150,7 +154,8 @@ def _train_physics(a: argparse.Namespace) -> int:
     if a.kinds not in ("auto", "gbt", "mlp", "analytic"):
         raise InputError(f"unknown --kinds {a.kinds!r}; expected auto, gbt, mlp or analytic")
     data = load_physics(a.dataset, progress=not a.quiet)
-    ck = fit_physics(data, kinds=a.kinds, seed=a.seed)
+    ck = fit_physics(data, kinds=a.kinds, seed=a.seed,
+                     residual=not getattr(a, "no_residual", False))
     save_physics(ck, a.output)
     tr = ck["train"]
     print(f"trained physics predictor on {', '.join(ck['devices'])} ({ck['provenance']}, "

@@ -19,7 +19,12 @@ Feature groups (one row per (job, device); names in :data:`FEATURES`):
 * ``runlen``: log10 epochs, total steps, analytic epoch time and analytic execution time —
   used only by targets that scale with the run's length (burst/idle durations), never by the
   per-step time model, so a model trained on 100-step campaigns composes full-epoch execution
-  times (``compose_exec``).
+  times (``compose_exec``);
+* ``labels``: the analytic label of every target but execution time
+  (``gpuscope.predictor.analytic_labels``: the label rules applied in closed form to the
+  run's phase structure as the emulator's trace lays it out), in label space; not read by
+  the per-step model either. ``an_<target>`` keeps each in label units: the base that
+  ``hybrid`` corrects.
 
 Execution time is composed as the emulator does (docs/emulator.md)::
 
@@ -41,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.jobs import JobSpec
+from gpuscope.predictor.analytic_labels import LABEL_TARGETS, analytic_labels
 
 #: Op classes of the histogram (``gpuscope.graphs.opgraph.OP_CLASSES``, frozen here so a
 #: checkpoint's feature order never moves when the graph stage adds a class).
@@ -73,15 +79,21 @@ CONTEXT_FEATURES: tuple[str, ...] = (
 )
 RUNLEN_FEATURES: tuple[str, ...] = ("r_log_epochs", "r_log_total_steps", "r_log_epoch_s",
                                     "r_log_exec_analytic")
-#: All features, in checkpoint order.
+#: The analytic labels (``analytic_labels``) in their label space (``hybrid.target_space``:
+#: percentages / 100, memory peak / capacity, durations log1p); 0 for a run that does not fit.
+LABEL_FEATURES: tuple[str, ...] = tuple(f"l_{t}" for t in LABEL_TARGETS)
+#: All features, in checkpoint order (a checkpoint of an earlier gpuscope holds a prefix).
 FEATURES: tuple[str, ...] = (GRAPH_FEATURES + ANALYTIC_FEATURES + DEVICE_FEATURES
-                             + CONTEXT_FEATURES + RUNLEN_FEATURES)
+                             + CONTEXT_FEATURES + RUNLEN_FEATURES + LABEL_FEATURES)
 #: Features of the per-step models (no run length: see the module docstring).
-STEP_FEATURES: tuple[str, ...] = tuple(f for f in FEATURES if f not in RUNLEN_FEATURES)
-#: Analytic columns kept beside the features (not model inputs; used to compose outputs).
+STEP_FEATURES: tuple[str, ...] = tuple(f for f in FEATURES if f not in RUNLEN_FEATURES
+                                       and f not in LABEL_FEATURES)
+#: Analytic columns kept beside the features (not model inputs; used to compose outputs):
+#: ``an_<target>`` is the analytic label of every target but execution time, in its units.
 ANALYTIC_COLUMNS: tuple[str, ...] = ("an_iter_s", "an_exec_s", "an_overhead_s", "an_mem_mb",
                                      "an_capacity_mb", "an_fits", "an_gpu_util",
-                                     "an_gpu_mem_util", "an_cpu_util")
+                                     "an_gpu_mem_util", "an_cpu_util",
+                                     *(f"an_{t}" for t in LABEL_TARGETS))
 
 
 def _log10(v: float, floor: float = 1e-9) -> float:
@@ -130,6 +142,30 @@ def device_features(device: Any) -> dict[str, float]:
             "d_sms": device.sm_count / 100.0, "d_log_pcie": _log10(device.pcie_gbs),
             "d_host_core": float(device.host_single_core),
             "d_log2_cores": math.log2(max(device.host_pipeline_cores, 1e-3))}
+
+
+def label_features(est: Any, job: JobSpec, device: Any) -> dict[str, float]:
+    """``an_<target>`` (label units) and ``l_<target>`` (label space) of the analytic labels
+    of the run as the emulator's traces sample it (issue 13): its sample period, expected
+    stalls and sensor noise."""
+    from gpuscope.emulator.params import default_params
+    from gpuscope.emulator.traces import PERIOD_S, effective_period
+
+    p = default_params()
+    lab = analytic_labels(est, job, device,
+                          effective_period(est, PERIOD_S, int(p.max_trace_samples)),
+                          p.stall_rate_per_min, p.stall_s, sensor_noise=True)
+    out: dict[str, float] = {}
+    for t, v in lab.items():
+        out[f"an_{t}"] = v
+        if not math.isfinite(v):
+            z = 0.0
+        elif t.endswith("_peak"):
+            z = v / (float(device.mem_mb) if t == "gpu_mem_peak" else 100.0)
+        else:
+            z = math.log1p(max(v, 0.0))
+        out[f"l_{t}"] = z
+    return out
 
 
 def analytic_features(est: Any, job: JobSpec) -> dict[str, float]:
@@ -236,6 +272,7 @@ class FeatureBuilder:
             r = dict(summ)
             r["g_log2_batch"] = math.log2(job.batch_size)
             r.update(analytic_features(est, job))
+            r.update(label_features(est, job, dev))
             r.update(device_features(dev))
             r.update(context_features(job))
             r.update(runlen_features(job))

@@ -21,7 +21,13 @@ import pandas as pd
 
 from gpuscope.errors import InputError
 from gpuscope.jobs import MODEL_FAMILY, JobSpec
-from gpuscope.predictor.physics import ANALYTIC_COLUMNS, FEATURES, FeatureBuilder
+from gpuscope.predictor.analytic_labels import LABEL_TARGETS
+from gpuscope.predictor.physics import (
+    ANALYTIC_COLUMNS,
+    FEATURES,
+    LABEL_FEATURES,
+    FeatureBuilder,
+)
 from gpuscope.provenance import (
     check_folder_labels,
     check_label_rows,
@@ -167,6 +173,15 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 
 def from_corpus(df: pd.DataFrame) -> PhysicsData:
     """Rows of a corpus file: label columns + stored feature columns (no graph export)."""
+    df = df.copy()
+    # A corpus built before the analytic labels (issue 13) lacks their columns; it labels
+    # execution time only, whose model reads none of them: 0 as features (``l_*``), NaN as
+    # analytic labels (``an_*``). Rebuilding the corpus fills them.
+    late = [c for c in (*LABEL_FEATURES, *(f"an_{t}" for t in LABEL_TARGETS)) if c not in df]
+    labelled = [t for t in LABEL_TARGETS if t in df and df[t].notna().any()]
+    if late and not labelled:
+        df = pd.concat([df, pd.DataFrame({c: 0.0 if c.startswith("l_") else np.nan
+                                          for c in late}, index=df.index)], axis=1)
     missing = [c for c in (*FEATURES, *ANALYTIC_COLUMNS) if c not in df]
     if missing:
         raise InputError(f"corpus lacks feature column(s) {', '.join(missing[:3])}; rebuild it "
