@@ -95,13 +95,18 @@ class GraphCost:
     scalar (<= 1 element) output; ``activation_bytes``: saved-for-backward bytes;
     ``live_activation_bytes``: the step's liveness peak less its gradients (``act_bytes``);
     ``steps``: sequential timesteps of a recurrent kernel (0 for every other kernel), whose
-    ``work`` is then the parallel elements of one timestep (module docstring) and
+    ``work`` is then the parallel elements of one timestep (``perf``'s module docstring) and
     ``work_mem`` the elements one timestep moves;
     ``env_steps``/``host_optimizer``: the graph's host-side work (``host_serial_times``);
     ``workers``: processes running the same step on the one GPU (Gavel's A3C: 4);
     ``sparse_nnz_per_sample``/``sparse_dense_width``: a sparse input built on the host each
     step, its mean non-zeros per sample and its dense width (Gavel's Recommendation;
-    ``hostwork.sparse_batch_host_s``)."""
+    ``hostwork.sparse_batch_host_s``);
+    ``n_dispatch``/``n_views``/``n_cudnn`` (and their ``_forward`` parts): ops the host
+    dispatches, of which views (no kernel) and cuDNN calls (convolutions, norms), priced by
+    ``dispatch_s``; ``n_conv_configs``: distinct convolution configurations cuDNN autotunes at
+    start-up; ``opt_tensors``/``n_param_tensors``: tensors each optimizer foreach kernel covers
+    and the parameter tensors (PyTorch 1.x per-tensor loops, ``hostwork``)."""
 
     flops: np.ndarray
     bytes: np.ndarray

@@ -34,7 +34,7 @@ def _default_class_eff() -> dict[str, float]:
 
 def _default_arch_eff() -> dict[str, float]:
     return {"kepler": 1.0, "maxwell": 1.0, "pascal": 1.0, "volta": 1.0, "turing": 1.0,
-            "ampere": 1.0, "hopper": 1.0}
+            "ampere": 1.0, "ada": 1.0, "hopper": 1.0}
 
 
 def _default_cpu_ms() -> dict[str, float]:
@@ -74,7 +74,8 @@ class EmulatorParams:
             only (memory side, tensor-core rates and every other pair unchanged). Issue 11:
             ``kepler:matmul`` = cuBLAS SGEMM on a Kepler die (docs/emulator.md, calibration).
         bw_eff: achievable fraction of memory bandwidth.
-        tensor_eff: fraction of the TF32 tensor-core peak convolutions reach (Ampere+).
+        tensor_eff: fraction of the tensor-core peak (TF32 on Ampere+, FP16/BF16 under AMP)
+            that tensor-core matmuls and convolutions reach (``perf._mm_rate``).
         winograd_speedup: effective speed-up of 3x3 convolutions (cuDNN Winograd: 2.25x fewer
             multiplies in theory, less in practice).
         fill_threads_per_sm: output elements per SM at which a kernel half-fills the GPU
@@ -91,10 +92,11 @@ class EmulatorParams:
             update), 0 when it runs one foreach kernel per step as traced (PyTorch >= 2.0);
             ``hostwork.optimizer_tensor_counts``. Not fitted: a property of the software era.
         host_gbs: streaming memory bandwidth of one reference host core, GB/s (a host-side
-            optimizer, ``perf.host_serial_times``); assumed from one-thread STREAM figures of
+            optimizer, ``hostwork.host_serial_times``); assumed from one-thread STREAM figures of
             2014-2016 desktop/server cores (10-15 GB/s), not fitted.
         step_sync_ms: serial host latency per step on a reference core, ms: the training
-            loop synchronises every step (``loss.item()``, the loader's batch hand-off), so
+            loop synchronises every step (``loss.item()``; the DataLoader hand-off is
+            ``loader_handoff_ms``), so
             the GPU waits this long before the next step's first kernel. Legacy era: the
             modern era's value measured on the H100 (in-process steps, no loader), an
             assumption: the bubble is taken as the same in both software generations.
