@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from test_emulator import conv_net, job
 
-from gpuscope.devices import HOST_ERAS, _parse, get_device, load_catalog
-from gpuscope.emulator import EmulatorParams, default_params, estimate
+from gpuscope.devices import HOST_ERAS, DeviceSpec, _parse, get_device, load_catalog
+from gpuscope.emulator import EmulatorParams, Estimate, default_params, estimate
 from gpuscope.emulator.calibrate import HOST_RUN_PARAMS, HOST_STEP_PARAMS
 from gpuscope.emulator.hostwork import per_tensor_extra_dispatch
 from gpuscope.emulator.perf import GraphCost, gpu_times
@@ -37,12 +37,16 @@ def test_unknown_era_parameter_is_refused() -> None:
     assert round_trip.host_eras == P.host_eras
 
 
+def _conv_step_on(device: str, era: str) -> tuple[GraphCost, DeviceSpec, Estimate]:
+    """The batch-8 conv net's cost and its estimate on ``device`` (whose era is checked)."""
+    cost = GraphCost.from_graph(conv_net(8), 8)
+    dev = get_device(device)
+    assert dev.host_era == era
+    return cost, dev, estimate(job(batch_size=8), cost, dev, P)
+
+
 def test_legacy_dispatch_is_one_cost_per_op() -> None:
-    g, j = conv_net(8), job(batch_size=8)
-    cost = GraphCost.from_graph(g, 8)
-    dev = get_device("titanx")
-    assert dev.host_era == "legacy"
-    e = estimate(j, cost, dev, P)
+    cost, dev, e = _conv_step_on("titanx", "legacy")
     # PyTorch 1.x: the foreach optimizer kernels and zero_grad run once per parameter tensor
     n = cost.n_dispatch + per_tensor_extra_dispatch(cost)
     assert e.t_dispatch_s == pytest.approx(n * P.dispatch_us * 1e-6 / dev.host_single_core, rel=1e-12)
@@ -50,16 +54,12 @@ def test_legacy_dispatch_is_one_cost_per_op() -> None:
 
 
 def test_modern_dispatch_prices_cudnn_kernels_and_views_apart() -> None:
-    g, j = conv_net(8), job(batch_size=8)
-    cost = GraphCost.from_graph(g, 8)
-    dev = get_device("h100")
-    assert dev.host_era == "modern"
-    e = estimate(j, cost, dev, P)
+    cost, dev, e = _conv_step_on("h100", "modern")
     n_other = cost.n_dispatch - cost.n_cudnn - cost.n_views
     expect = (n_other * 20.0 + cost.n_cudnn * 90.0) * 1e-6 / dev.host_single_core
     assert cost.n_cudnn == 40 and e.t_dispatch_s == pytest.approx(expect)
     # the same device put in the legacy era gets the legacy costs
-    legacy = estimate(j, cost, dataclasses.replace(dev, host_era="legacy"), P)
+    legacy = estimate(job(batch_size=8), cost, dataclasses.replace(dev, host_era="legacy"), P)
     n_legacy = cost.n_dispatch + per_tensor_extra_dispatch(cost)  # PyTorch 1.x optimizer loops
     assert legacy.t_dispatch_s == pytest.approx(n_legacy * 12e-6 / dev.host_single_core)
 

@@ -15,7 +15,7 @@ from torch import nn
 from gpuscope.devices import get_device
 from gpuscope.emulator import default_params, estimate
 from gpuscope.emulator.liveness import live_activation_bytes, live_profile, peak_live_bytes
-from gpuscope.emulator.memory import activation_bytes, param_bytes, saved_bytes
+from gpuscope.emulator.memory import activation_bytes, is_inplace, param_bytes, saved_bytes
 from gpuscope.emulator.perf import GraphCost
 from gpuscope.graphs.opgraph import OpGraph, OpNode
 from gpuscope.graphs.torch_frontend import trace_train_step
@@ -124,3 +124,11 @@ def test_switch_restores_the_saved_bytes_rule() -> None:
     assert new == pytest.approx(cost.live_activation_bytes * over / 2**20)
     assert old == pytest.approx(saved_bytes(g) * over / 2**20)
     assert new > 2 * old
+
+
+def test_private_inplace_ops_alias_their_input() -> None:
+    # one rule for the saved-set walk and for liveness: foreach/fused optimizer updates write
+    # their inputs (no new storage), out-of-place private ops allocate
+    assert is_inplace("aten._foreach_mul_.Scalar") and is_inplace("aten._fused_adam_.default")
+    assert is_inplace("aten.relu_.default")
+    assert not is_inplace("aten._to_copy.default") and not is_inplace("aten.relu.default")

@@ -29,7 +29,7 @@ from scipy.optimize import least_squares
 from gpuscope.devices import DeviceSpec
 from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import EmulatorParams
-from gpuscope.emulator.perf import EmulatedJob, GraphCost, estimate
+from gpuscope.emulator.perf import EmulatedJob, GraphCost, estimate, gpu_times
 from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
 
@@ -176,6 +176,19 @@ PUBLISHED_R50: dict[str, float] = {
 }
 
 
+def _published_thr(cost: GraphCost, dev: DeviceSpec, prec: str, prm: EmulatorParams,
+                   fwd: bool = False) -> float:
+    """GPU-bound samples/s of ``cost`` (forward only with ``fwd``) as NVIDIA's published
+    recipes run it: channels-last (NHWC: no layout transposes) and multi-tensor (apex)
+    optimizers (no per-tensor optimizer loops)."""
+    t, tf, _ = gpu_times(cost, dev, prm.with_(amp_layout_passes=0.0, per_tensor_optimizer=0.0), prec)
+    return cost.batch_size / (tf if fwd else t)
+
+
+def _with_arch(prm: EmulatorParams, name: str, x: float) -> EmulatorParams:
+    return prm.with_(arch_eff={**prm.arch_eff, name: float(x)})
+
+
 def fit_published(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
     """tensor_eff (V100 AMP), then the ampere, hopper and turing efficiencies (ada = ampere,
     assumed) on ``PUBLISHED_R50``, from a ResNet-50 graph ``cost`` (GPU-bound throughput
@@ -185,30 +198,23 @@ def fit_published(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
     from scipy.optimize import brentq
 
     from gpuscope.devices import get_device
-    from gpuscope.emulator.perf import gpu_times
 
-    pub, b = PUBLISHED_R50, cost.batch_size
+    pub = PUBLISHED_R50
     v100, h100 = get_device("v100"), get_device("h100")
     a100 = replace(get_device("a100"), mem_gb=80.0, mem_bw_gbs=2039.0)  # DGX A100 80GB
 
-    def thr(dev: DeviceSpec, prec: str, prm: EmulatorParams, fwd: bool = False) -> float:
-        # NVIDIA's AMP recipes run channels-last (NHWC): no layout transposes; and multi-tensor
-        # (apex) optimizers: no per-tensor optimizer loops
-        t, tf, _ = gpu_times(cost, dev, prm.with_(amp_layout_passes=0.0, per_tensor_optimizer=0.0), prec)
-        return b / (tf if fwd else t)
-
-    def arch(prm: EmulatorParams, name: str, x: float) -> EmulatorParams:
-        return prm.with_(arch_eff={**prm.arch_eff, name: float(x)})
+    def thr(dev: DeviceSpec, prec: str, prm: EmulatorParams) -> float:
+        return _published_thr(cost, dev, prec, prm)
 
     te = brentq(lambda x: np.log(thr(v100, "amp-fp16", params.with_(tensor_eff=x)) / pub["v100_amp"]),
                 0.02, 3.0)
     p = params.with_(tensor_eff=float(te))
-    amp = brentq(lambda x: np.log(thr(a100, "tf32", arch(p, "ampere", x)) / pub["a100_tf32"])
-                 + np.log(thr(a100, "amp-fp16", arch(p, "ampere", x)) / pub["a100_amp"]), 0.05, 5.0)
-    p = arch(arch(p, "ampere", amp), "ada", amp)
+    amp = brentq(lambda x: np.log(thr(a100, "tf32", _with_arch(p, "ampere", x)) / pub["a100_tf32"])
+                 + np.log(thr(a100, "amp-fp16", _with_arch(p, "ampere", x)) / pub["a100_amp"]), 0.05, 5.0)
+    p = _with_arch(_with_arch(p, "ampere", amp), "ada", amp)
     target_h = pub["h100_over_a100"] * thr(a100, "amp-fp16", p)
-    hop = brentq(lambda x: np.log(thr(h100, "amp-fp16", arch(p, "hopper", x)) / target_h), 0.05, 5.0)
-    return fit_turing(cost, arch(p, "hopper", hop))
+    hop = brentq(lambda x: np.log(thr(h100, "amp-fp16", _with_arch(p, "hopper", x)) / target_h), 0.05, 5.0)
+    return fit_turing(cost, _with_arch(p, "hopper", hop))
 
 
 def fit_turing(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
@@ -218,22 +224,17 @@ def fit_turing(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
     from scipy.optimize import brentq
 
     from gpuscope.devices import get_device
-    from gpuscope.emulator.perf import gpu_times
 
-    pub, b = PUBLISHED_R50, cost.batch_size
+    pub = PUBLISHED_R50
     v100, t4 = get_device("v100"), get_device("t4")
 
-    def fwd_thr(dev: DeviceSpec, prec: str, prm: EmulatorParams) -> float:
-        t = gpu_times(cost, dev, prm.with_(amp_layout_passes=0.0, per_tensor_optimizer=0.0), prec)[1]
-        return b / t
-
     def turing(x: float) -> float:
-        q = params.with_(arch_eff={**params.arch_eff, "turing": float(x)})
-        return float(sum(np.log(fwd_thr(t4, pr, q) / fwd_thr(v100, pr, q)
+        q = _with_arch(params, "turing", x)
+        return float(sum(np.log(_published_thr(cost, t4, pr, q, True) / _published_thr(cost, v100, pr, q, True)
                                 / (pub[f"t4_fwd_{k}"] / pub[f"v100_fwd_{k}"]))
                          for pr, k in (("fp32", "fp32"), ("amp-fp16", "amp"))))
 
-    return params.with_(arch_eff={**params.arch_eff, "turing": float(brentq(turing, 0.05, 5.0))})
+    return _with_arch(params, "turing", brentq(turing, 0.05, 5.0))
 
 
 #: Host-side parameters fitted per host era (``EmulatorParams.host_eras``).

@@ -180,6 +180,7 @@ class GraphCost:
                 if rec[0] > 1:  # one step's gates; a single step is an ordinary GEMM
                     work[j] = float(rec[1])
         opt_tensors, n_par = optimizer_tensor_counts(graph, kern)
+        p_bytes = param_bytes(graph)
         return cls(
             flops=flops, bytes=byts, numel=numel,
             cls=np.array([_CLASS_INDEX.get(n.op_class, _CLASS_INDEX["other"]) for n in kern]),
@@ -192,7 +193,7 @@ class GraphCost:
             n_dispatch=len(dispatch),
             n_dispatch_forward=sum(1 for n in dispatch if n.phase == "forward"),
             n_conv_forward=sum(1 for n in kern if n.op_class == "conv" and n.phase == "forward"),
-            param_bytes=param_bytes(graph), activation_bytes=saved_bytes(graph),
+            param_bytes=p_bytes, activation_bytes=saved_bytes(graph),
             batch_size=bs,
             work=work, steps=steps if bool((steps > 0).any()) else None,
             work_mem=work_mem if bool((steps > 0).any()) else None,
@@ -211,7 +212,7 @@ class GraphCost:
             n_cudnn_forward=sum(1 for n in kern if n.op_class in _CUDNN_CLASSES and n.phase == "forward"),
             n_conv_configs=_conv_configs(graph),
             opt_tensors=opt_tensors, n_param_tensors=n_par,
-            live_activation_bytes=live_activation_bytes(graph, param_bytes(graph)),
+            live_activation_bytes=live_activation_bytes(graph, p_bytes),
         )
 
     def dispatch_s(self, params: EmulatorParams, speed: float, forward_only: bool = False) -> float:

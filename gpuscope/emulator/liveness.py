@@ -95,10 +95,7 @@ def live_profile(graph: OpGraph, param_bytes: float) -> np.ndarray | None:
     for i, nd in enumerate(nodes):
         if nd.op_class in _NO_ALLOC:
             continue
-        base = op_base(nd.op)
-        # aten's in-place ops end in "_", private ones too (_foreach_mul_, _fused_adam_)
-        aliased = base in VIEW_OPS or is_inplace(nd.op) or (base.endswith("_") and base != "_")
-        if aliased:
+        if op_base(nd.op) in VIEW_OPS or is_inplace(nd.op):
             p = int(first_pred[i])
             if 0 <= p < i:
                 root[i] = root[p]

@@ -56,9 +56,10 @@ def op_base(op: str) -> str:
 
 
 def is_inplace(op: str) -> bool:
-    """True for aten in-place ops (``aten.relu_.default``): they allocate no output."""
+    """True for aten in-place ops (``aten.relu_.default``, and private ones such as
+    ``aten._foreach_mul_.Scalar`` or ``aten._fused_adam_.default``): they allocate no output."""
     base = op_base(op)
-    return base.endswith("_") and not base.startswith("_")
+    return base.endswith("_") and base != "_"
 
 
 def activation_bytes(graph: OpGraph) -> float:

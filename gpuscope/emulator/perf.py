@@ -154,10 +154,13 @@ class Estimate:
 
 def _mm_rate(cost: GraphCost, device: DeviceSpec, params: EmulatorParams, precision: str,
              rate: np.ndarray) -> np.ndarray:
-    """Compute rate of conv/matmul kernels under ``precision`` (module docstring)."""
+    """Compute rate of conv/matmul kernels under ``precision`` (module docstring): ``rate`` (the
+    CUDA-core rates) raised to the tensor-core peak x ``tensor_eff`` x ``arch_eff`` where the
+    precision and the architecture use tensor cores."""
     is_mm = cost.is_mm if cost.is_mm is not None else cost.is_conv_fp32
-    tf32 = device.tf32_tflops * 1e12 * params.tensor_eff
-    fp16 = device.tensor_tflops * 1e12 * params.tensor_eff
+    arch = params.arch_eff.get(device.arch, 1.0)
+    tf32 = device.tf32_tflops * 1e12 * params.tensor_eff * arch
+    fp16 = device.tensor_tflops * 1e12 * params.tensor_eff * arch
     if precision == "fp32" and device.tf32_tflops > 0:
         rate = np.where(cost.is_conv_fp32, np.maximum(rate, tf32), rate)
     elif precision == "tf32" and device.tf32_tflops > 0:
@@ -185,7 +188,7 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
                  precision: str = "fp32") -> tuple[np.ndarray, np.ndarray]:
     """(time, memory-busy time) of every kernel of one step, seconds (module docstring)."""
     arch = params.arch_eff.get(device.arch, 1.0)
-    ceff = class_compute_eff(params, device.arch) / arch  # divided by arch again below
+    ceff = class_compute_eff(params, device.arch)
     rate = _mm_rate(cost, device, params, precision, device.fp32_tflops * 1e12 * ceff[cost.cls])
     rate = np.where(cost.winograd, rate * params.winograd_speedup, rate)
     work = cost.work if cost.work is not None else cost.numel
@@ -193,7 +196,7 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     byts = cost.bytes
     if precision.startswith("amp") and cost.optimizer is not None and not cost.half_traced:
         byts = np.where(cost.optimizer, byts, 0.5 * byts)  # half-precision activations
-    t_flop = cost.flops / (rate * arch * fill * device.clock_factor)  # sustained SM clock
+    t_flop = cost.flops / (rate * fill * device.clock_factor)  # sustained SM clock
     if cost.work_mem is not None:  # a recurrence streams one step's bytes at a time
         fill = cost.work_mem / (cost.work_mem + device.sm_count * params.fill_threads_per_sm)
     bw = device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill
