@@ -367,7 +367,7 @@ def test_graph_cache_digest_covers_every_tracer_module(tmp_path, monkeypatch):
     root = Path(storage.__file__).resolve().parents[1]
     names = {f.relative_to(root).as_posix() for f in storage.digest_sources()}
     expected = {f.relative_to(root).as_posix() for d in ("graphs", "workloads")
-                for f in (root / d).glob("*.py")} | {"jobs.py", "dataspec.py"}
+                for f in (root / d).glob("*.py")} | {"jobs.py", "jobcatalog.py", "dataspec.py"}
     assert names == expected and "graphs/recurrent.py" in names
     digest = storage.code_digest.__wrapped__  # memoised per process: call the function itself
     before = digest()

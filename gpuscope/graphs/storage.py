@@ -111,7 +111,7 @@ def digest_sources() -> list[Path]:
     remembering to list it; hashing a module the export does not use only costs a cold cache."""
     root = Path(__file__).resolve().parents[1]
     return (sorted((root / "graphs").glob("*.py")) + sorted((root / "workloads").glob("*.py"))
-            + [root / "jobs.py", root / "dataspec.py"])
+            + [root / "jobs.py", root / "jobcatalog.py", root / "dataspec.py"])
 
 
 class GraphCache:
