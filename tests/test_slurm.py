@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from gpuscope.errors import InputError
-from gpuscope.slurm import daemons
+from gpuscope.slurm import daemons, procs
 from gpuscope.slurm._cluster import instance_node, instance_offset, load, type_counts
 from gpuscope.slurm.collect import gpu_overcommit, read_jobcomp, read_log
 from gpuscope.slurm.config import Layout, gres_conf, slurm_conf
@@ -209,6 +209,6 @@ def test_down_without_permission_is_one_line(monkeypatch):
     def deny(pid, sig):
         raise PermissionError
 
-    monkeypatch.setattr(daemons.os, "kill", deny)
+    monkeypatch.setattr(procs.os, "kill", deny)
     with pytest.raises(InputError, match="run `gpuscope slurm down` as root"):
-        daemons._signal(1, 15)
+        procs.send_signal(1, 15)

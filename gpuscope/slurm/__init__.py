@@ -4,7 +4,7 @@ Base-level room: imports only ``gpuscope.errors``, ``jobs``, ``devices``, ``clus
 ``paths``, never a stage, so the allocator, mdrl and profiling CLIs can call it lazily.
 
 * :func:`up` / :func:`down`: a throwaway one-machine Slurm built from a cluster file
-  (:mod:`gpuscope.slurm.daemons`, :mod:`gpuscope.slurm.config`).
+  (:mod:`gpuscope.slurm.daemons`, :mod:`gpuscope.slurm.config`, :mod:`gpuscope.slurm.procs`).
 * :func:`submit`: a plan (CSV: job, GPU type, node or GPU instance, times) as ``sbatch`` jobs
   that keep the plan's placement and per-node order (:mod:`gpuscope.slurm.submit`).
 * :func:`collect`: what Slurm really did (start, finish, node, GPUs) against the plan

@@ -18,7 +18,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import time
@@ -30,6 +29,17 @@ from pathlib import Path
 from gpuscope.slurm._cluster import load
 from gpuscope.slurm.config import Layout, gres_conf, slurm_conf
 from gpuscope.slurm.errors import SlurmError
+from gpuscope.slurm.procs import (  # noqa: F401  (re-exported: alive, free_ports, MARKER)
+    MARKER,
+    alive,
+    free_ports,
+    gone,
+    log_tail,
+    marked_sessions,
+    port_open,
+    send_signal,
+    wait_until,
+)
 
 #: Binaries needed and the Debian package that ships each.
 PACKAGES: dict[str, str] = {"slurmctld": "slurmctld", "slurmd": "slurmd",
@@ -37,7 +47,6 @@ PACKAGES: dict[str, str] = {"slurmctld": "slurmctld", "slurmd": "slurmd",
                             "scontrol": "slurm-client", "scancel": "slurm-client",
                             "sinfo": "slurm-client", "munged": "munge"}
 APT_HINT = "apt-get install -y slurmctld slurmd slurm-client munge"
-MARKER = "GPUSCOPE_SLURM_STATE"
 
 
 @dataclass
@@ -111,45 +120,6 @@ def load_state(state_dir: str | Path | None) -> ClusterState | None:
         raise SlurmError(f"{p} is not a gpuscope Slurm state file: {e}") from None
 
 
-def alive(pid: int, marker: str | None = None) -> bool:
-    """True if ``pid`` runs (not a zombie) and, given ``marker``, carries it in its env."""
-    try:
-        st = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    if st.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-        _reap(pid)
-        return False
-    if marker is None:
-        return True
-    try:
-        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return f"{MARKER}={marker}".encode() in env
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct TCP ports free on 127.0.0.1 now (held together so none repeats)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def _munge_dir(root: Path) -> Path:
     """munged needs every folder above its socket searchable by all; ``~root`` is not."""
     if all(os.stat(p).st_mode & stat.S_IXOTH for p in [root, *root.parents]):
@@ -166,14 +136,6 @@ def _mkdev(path: Path) -> None:
         os.mknod(path, 0o666 | stat.S_IFCHR, st.st_rdev)
     except OSError:  # no CAP_MKNOD (some containers): slurmd still counts a plain file
         path.touch()
-
-
-def _tail(path: Path, n: int = 3) -> str:
-    try:
-        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
-    except OSError:
-        return ""
-    return " | ".join(lines[-n:])
 
 
 def _start(st: ClusterState, name: str, argv: list[str], log: Path,
@@ -195,7 +157,7 @@ def _wait(what: str, check: Callable[[], bool], procs: dict[str, subprocess.Pope
         for name, p in procs.items():
             if p.poll() is not None:
                 raise SlurmError(f"{name} exited with code {p.returncode} while waiting for "
-                                 f"{what}: {_tail(logs[name])} (log: {logs[name]})")
+                                 f"{what}: {log_tail(logs[name])} (log: {logs[name]})")
         if check():
             return
         if time.monotonic() > end:
@@ -271,7 +233,7 @@ def _start_all(st: ClusterState, nodes: list[str], timeout_s: float) -> None:
     logs["slurmctld"] = lay.logs / "slurmctld.log"
     procs["slurmctld"] = _start(st, "slurmctld", [_bin("slurmctld"), "-D", "-f", str(lay.conf)],
                                 lay.logs / "slurmctld.out")
-    _wait("slurmctld", lambda: _port_open(st.ctld_port), procs, logs, timeout_s)
+    _wait("slurmctld", lambda: port_open(st.ctld_port), procs, logs, timeout_s)
     for n in nodes:
         logs[f"slurmd {n}"] = lay.logs / f"slurmd-{n}.log"
         procs[f"slurmd {n}"] = _start(st, f"slurmd:{n}", [
@@ -285,12 +247,6 @@ def _bin(name: str) -> str:
     if found is None:
         raise SlurmError(f"{name} not found (Debian package {PACKAGES[name]}): {APT_HINT}")
     return found
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _all_idle(st: ClusterState, nodes: list[str]) -> bool:
@@ -307,7 +263,7 @@ def stop(st: ClusterState, grace_s: float = 10.0) -> list[str]:
         try:  # cancel jobs first, so that slurmd ends their steps cleanly
             subprocess.run([_bin("scancel"), "--full", "-u", "root"], env=st.env(),
                            capture_output=True, timeout=10)
-            _until(lambda: _queue_empty(st), 5.0)
+            wait_until(lambda: _queue_empty(st), 5.0)
         except (subprocess.SubprocessError, OSError, SlurmError):
             pass
     order = sorted(st.pids, key=lambda n: (0 if n.startswith("slurmd") else
@@ -315,14 +271,14 @@ def stop(st: ClusterState, grace_s: float = 10.0) -> list[str]:
     for name in order:
         pid = st.pids[name]
         if alive(pid, st.root):
-            _signal(pid, signal.SIGTERM)
-            gone = partial(_gone, pid, st.root)
-            if not _until(gone, grace_s):
-                _signal(pid, signal.SIGKILL)
-                _until(gone, 5.0)
+            send_signal(pid, signal.SIGTERM)
+            dead = partial(gone, pid, st.root)
+            if not wait_until(dead, grace_s):
+                send_signal(pid, signal.SIGKILL)
+                wait_until(dead, 5.0)
             stopped.append(f"{name} (pid {pid})")
-    for pid in _marked_sessions(st.root):
-        _signal(pid, signal.SIGKILL)
+    for pid in marked_sessions(st.root):
+        send_signal(pid, signal.SIGKILL)
         stopped.append(f"job process (pid {pid})")
     return stopped
 
@@ -331,51 +287,6 @@ def _queue_empty(st: ClusterState) -> bool:
     r = subprocess.run([_bin("squeue"), "-h", "-o", "%i %T"], env=st.env(), capture_output=True,
                        text=True, timeout=10)
     return r.returncode != 0 or not r.stdout.strip()
-
-
-def _gone(pid: int, marker: str | None) -> bool:
-    return not alive(pid, marker)
-
-
-def _until(pred: Callable[[], bool], timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while not pred():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.1)
-    return True
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-    except PermissionError:
-        raise SlurmError(f"not allowed to stop pid {pid}: the local Slurm was started as root; "
-                         "run `gpuscope slurm down` as root") from None
-    _reap(pid)
-
-
-def _marked_sessions(root: str) -> list[int]:
-    """Live processes in any session holding a process marked with this cluster (job steps,
-    their job scripts), never this process's own session."""
-    own = {os.getpid(), os.getppid()}
-    own_sid = os.getsid(0)
-    sids: set[int] = set()
-    procs: dict[int, int] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        pid = int(d.name)
-        try:
-            sid = os.getsid(pid)
-        except OSError:
-            continue
-        procs[pid] = sid
-        if pid not in own and sid != own_sid and alive(pid, root):
-            sids.add(sid)
-    return sorted(p for p, s in procs.items() if s in sids and p not in own and alive(p))
 
 
 def _cleanup(st: ClusterState) -> None:
