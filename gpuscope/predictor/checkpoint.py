@@ -27,11 +27,11 @@ import torch
 
 from gpuscope import __version__
 from gpuscope.errors import CheckpointError
+from gpuscope.predictor.ckptfile import FORMAT, read_checkpoint_dict, save_checkpoint_dict
 from gpuscope.predictor.model import DriplePredictorNet, ModelConfig
 from gpuscope.predictor.scaling import MinMaxLabels, Standardizer
 from gpuscope.resources import TARGET_SETS
 
-FORMAT = "gpuscope-predictor"
 FORMAT_VERSION = 1
 
 
@@ -98,26 +98,14 @@ def save_checkpoint(bundle: PredictorBundle, path: str | Path, half: bool = Fals
         "train": dict(bundle.train), "encoding": dict(bundle.encoding),
         "exec_per_step": bool(bundle.exec_per_step),
     }
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    tmp.replace(path)
-    return path
+    return save_checkpoint_dict(obj, path)
 
 
 def load_checkpoint(path: str | Path, targets: str | tuple[str, ...] | None = None
                     ) -> PredictorBundle:
     """Read a checkpoint; ``targets`` (a set name or tuple) must match if given."""
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist")
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # noqa: BLE001 - unpickling/zip errors all mean "corrupt"
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CheckpointError(f"checkpoint {path} is corrupt or not a checkpoint ({msg[:120]})"
-                              ) from None
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        raise CheckpointError(f"checkpoint {path} is not a gpuscope predictor checkpoint")
+    obj = read_checkpoint_dict(path)
     if obj.get("format_version") == 2:
         raise CheckpointError(f"checkpoint {path} is a physics (format 2) checkpoint; load it "
                               "with gpuscope.predictor.load_predictor")

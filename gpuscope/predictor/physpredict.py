@@ -26,17 +26,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from gpuscope import __version__
 from gpuscope.errors import CheckpointError, InputError
 from gpuscope.jobs import JobSpec
+from gpuscope.predictor.ckptfile import FORMAT, read_checkpoint_dict, save_checkpoint_dict
 from gpuscope.predictor.hybrid import HybridModel
 from gpuscope.predictor.physics import FeatureBuilder
 from gpuscope.predictor.v2data import PhysicsData
 from gpuscope.resources import TARGETS
 
-FORMAT = "gpuscope-predictor"
 FORMAT_VERSION = 2
 
 
@@ -87,27 +86,7 @@ def fit_physics(data: PhysicsData, rows: np.ndarray | None = None, kinds: Any = 
 def save_physics(ckpt: dict[str, Any], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(ckpt, tmp)
-    tmp.replace(path)  # atomic: a reader never sees half a checkpoint
-    return path
-
-
-def read_checkpoint_dict(path: str | Path) -> dict[str, Any]:
-    """``torch.load(weights_only=True)`` of a gpuscope checkpoint (any version), or
-    ``CheckpointError`` with one line."""
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist")
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # noqa: BLE001 - unpickling/zip errors all mean "corrupt"
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CheckpointError(f"checkpoint {path} is corrupt or not a checkpoint ({msg[:120]})"
-                              ) from None
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        raise CheckpointError(f"checkpoint {path} is not a gpuscope predictor checkpoint")
-    return obj
+    return save_checkpoint_dict(ckpt, path)  # atomic: a reader never sees half a checkpoint
 
 
 _BUILDERS: dict[str, FeatureBuilder] = {}
