@@ -26,6 +26,12 @@ if TYPE_CHECKING:
     from gpuscope.graphs.opgraph import OpGraph, OpNode
 
 
+def achievable_bw(device: DeviceSpec, params: EmulatorParams) -> float:
+    """Achievable DRAM bandwidth of ``device``, bytes/s: the datasheet's ``mem_bw_gbs`` times
+    the fitted ``bw_eff`` and the architecture's efficiency ``arch_eff`` (1 when unlisted)."""
+    return device.mem_bw_gbs * 1e9 * params.bw_eff * params.arch_eff.get(device.arch, 1.0)
+
+
 def input_bytes_per_sample(job: EmulatedJob) -> float:
     """Bytes of one input sample copied to the device (FP32 elements of the sample shape)."""
     spec = job.dataset_spec
@@ -154,9 +160,8 @@ def sparse_densify_s(cost: GraphCost, batch_size: int, device: DeviceSpec,
     n = sparse_batch_nnz(cost, batch_size)
     if n <= 0:
         return 0.0
-    arch = params.arch_eff.get(device.arch, 1.0)
     byts = 4.0 * batch_size * cost.sparse_dense_width + SPARSE_H2D_BYTES_PER_NNZ * n
-    return float(byts / (device.mem_bw_gbs * 1e9 * params.bw_eff * arch) + params.launch_us * 2e-6)
+    return float(byts / achievable_bw(device, params) + params.launch_us * 2e-6)
 
 
 # --- per-tensor optimizer loops (PyTorch 1.x; issue 11, legacy host era) -----------------
@@ -197,6 +202,5 @@ def zero_grad_gpu_s(cost: GraphCost, device: DeviceSpec, params: EmulatorParams)
     the gradient bytes written); 0 for foreach-era software, which sets gradients to None."""
     if params.per_tensor_optimizer <= 0 or cost.n_param_tensors == 0:
         return 0.0
-    arch = params.arch_eff.get(device.arch, 1.0)
-    bw = device.mem_bw_gbs * 1e9 * params.bw_eff * arch
-    return cost.n_param_tensors * params.launch_us * 1e-6 + cost.param_bytes / bw
+    return (cost.n_param_tensors * params.launch_us * 1e-6
+            + cost.param_bytes / achievable_bw(device, params))
