@@ -6,10 +6,16 @@ every clone has them; ``$GPUSCOPE_DATA`` points gpuscope at another copy.
 
 from __future__ import annotations
 
+import ast
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from gpuscope.paths import bundled
+
+#: The devices of Gavel's ``simulation_throughputs.json`` (Narayanan et al., OSDI 2020).
+GAVEL_DEVICES: tuple[str, ...] = ("k80", "p100", "v100")
 
 
 def data_dir() -> Path:
@@ -24,3 +30,13 @@ def gavel_dir() -> Path:
 
 def gpuscheduler_dir() -> Path:
     return data_dir() / "gpuscheduler"
+
+
+def gavel_entries(data: dict[str, Any]) -> Iterator[tuple[str, str, int, dict[str, Any]]]:
+    """``(device, job_type, n_gpus, entry)`` of every measurement in a parsed Gavel
+    ``simulation_throughputs.json`` (keys ``"('job type', n_gpus)"``; ``entry["null"]`` is the
+    job type's steps/s when it runs alone), devices in :data:`GAVEL_DEVICES` order."""
+    for dev in GAVEL_DEVICES:
+        for key, val in data.get(dev, {}).items():
+            job_type, n = ast.literal_eval(key)
+            yield dev, job_type, int(n), val

@@ -11,7 +11,6 @@ policies the measured times perturbed by seeded log-normal noise (``pred_noise``
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -19,9 +18,8 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.errors import InputError
-from gpuscope.external import gavel_dir
+from gpuscope.external import GAVEL_DEVICES, gavel_dir, gavel_entries
 
-GAVEL_DEVICES: tuple[str, ...] = ("k80", "p100", "v100")
 DEFAULT_GAVEL_DIR = gavel_dir()
 
 
@@ -31,12 +29,8 @@ def load_throughputs(path: str | Path) -> pd.DataFrame:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise InputError(f"cannot read Gavel throughputs {path}: {e}") from None
-    rows = []
-    for dev in GAVEL_DEVICES:
-        for key, val in data.get(dev, {}).items():
-            job_type, n = ast.literal_eval(key)
-            if int(n) == 1 and val.get("null"):
-                rows.append((job_type, dev, float(val["null"])))
+    rows = [(job_type, dev, float(val["null"])) for dev, job_type, n, val in gavel_entries(data)
+            if n == 1 and val.get("null")]
     return pd.DataFrame(rows, columns=["job_type", "device", "steps_per_s"])
 
 

@@ -17,7 +17,6 @@ GPUScheduler authors (``data_2d10d_filtered.csv``).
 
 from __future__ import annotations
 
-import ast
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import EmulatorParams
 from gpuscope.emulator.perf import EmulatedJob, GraphCost, estimate, gpu_times
 from gpuscope.errors import InputError
+from gpuscope.external import gavel_entries
 from gpuscope.jobs import JobSpec
 
 
@@ -137,16 +137,14 @@ def load_gavel(path: str | Path) -> pd.DataFrame:
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror}") from None
     rows = []
-    for dev in ("k80", "p100", "v100"):
-        for key, val in data.get(dev, {}).items():
-            job_type, n = ast.literal_eval(key)
-            thr = float(val.get("null", 0.0))
-            if thr <= 0:
-                continue
-            model, _, rest = job_type.partition(" (batch size ")
-            bs = int(rest.rstrip(")")) if rest else 0
-            rows.append({"device": dev, "job_type": job_type, "model": model, "batch_size": bs,
-                         "n_gpus": int(n), "steps_per_s": thr})
+    for dev, job_type, n, val in gavel_entries(data):
+        thr = float(val.get("null", 0.0))
+        if thr <= 0:
+            continue
+        model, _, rest = job_type.partition(" (batch size ")
+        bs = int(rest.rstrip(")")) if rest else 0
+        rows.append({"device": dev, "job_type": job_type, "model": model, "batch_size": bs,
+                     "n_gpus": n, "steps_per_s": thr})
     return pd.DataFrame(rows)
 
 

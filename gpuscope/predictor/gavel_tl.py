@@ -16,7 +16,6 @@ here by ``pretrain`` and fine-tuned with an L2 pull, anchor 1.0) are in
 
 from __future__ import annotations
 
-import ast
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +25,11 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.errors import InputError
-from gpuscope.external import gavel_dir
+from gpuscope.external import gavel_dir, gavel_entries
 from gpuscope.jobs import JobSpec
 from gpuscope.predictor.mlp import MaskedMLP
 from gpuscope.predictor.physics import STEP_FEATURES, FeatureBuilder
 
-GAVEL_DEVICES: tuple[str, ...] = ("k80", "p100", "v100")
 #: Gavel job type → (catalog model, dataset, optimizer, batch size when Gavel names none).
 #: Optimizers as in ``gpuscope.emulator.fidelity`` (the emulator stage's mapping, preferred
 #: when importable); a job type without a batch size runs one sample per step.
@@ -62,14 +60,12 @@ def load_gavel(path: str | Path | None = None) -> pd.DataFrame:
     except (OSError, json.JSONDecodeError) as e:
         raise InputError(f"cannot read Gavel throughputs {p}: {e}") from None
     rows = []
-    for dev in GAVEL_DEVICES:
-        for key, val in raw.get(dev, {}).items():
-            jt, n = ast.literal_eval(key)
-            if int(n) != 1 or not val.get("null"):
-                continue
-            fam, bs = parse_job_type(jt)
-            rows.append({"job_type": jt, "family": fam, "device": dev, "batch_size": bs,
-                         "step_s": 1.0 / float(val["null"]), "provenance": "measured"})
+    for dev, jt, n, val in gavel_entries(raw):
+        if n != 1 or not val.get("null"):
+            continue
+        fam, bs = parse_job_type(jt)
+        rows.append({"job_type": jt, "family": fam, "device": dev, "batch_size": bs,
+                     "step_s": 1.0 / float(val["null"]), "provenance": "measured"})
     return pd.DataFrame(rows)
 
 
