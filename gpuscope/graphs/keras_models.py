@@ -15,15 +15,11 @@ from typing import Any
 
 from gpuscope.errors import InputError
 from gpuscope.jobs import DATASETS
+from gpuscope.workloads.models_basic import VGG_CFG
 
-#: VGG configurations: output channels of each 3x3 conv, "M" a 2x2 max-pool.
-_VGG: dict[str, list[int | str]] = {
-    "vgg11": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
-    "vgg16": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
-              512, 512, 512, "M"],
-    "vgg19": [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M",
-              512, 512, 512, 512, "M"],
-}
+#: VGG configurations: output channels of each 3x3 conv, "M" a 2x2 max-pool (the PyTorch
+#: catalog's table, so both frameworks build the same networks).
+_VGG: dict[str, list[int | str]] = VGG_CFG
 KERAS_MODELS: dict[str, tuple[str, ...]] = {
     "trivial": ("imagenet", "cifar10"), "lenet": ("imagenet", "cifar10"),
     "alexnet": ("imagenet",), "vgg11": ("imagenet", "cifar10"),
