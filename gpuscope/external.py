@@ -10,9 +10,13 @@ import ast
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from gpuscope.errors import InputError
 from gpuscope.paths import bundled
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The devices of Gavel's ``simulation_throughputs.json`` (Narayanan et al., OSDI 2020).
 GAVEL_DEVICES: tuple[str, ...] = ("k80", "p100", "v100")
@@ -40,3 +44,18 @@ def gavel_entries(data: dict[str, Any]) -> Iterator[tuple[str, str, int, dict[st
         for key, val in data.get(dev, {}).items():
             job_type, n = ast.literal_eval(key)
             yield dev, job_type, int(n), val
+
+
+#: Columns of a Gavel MSR trace (tab-separated, no header): one job a line.
+GAVEL_TRACE_COLUMNS: list[str] = ["job_type", "command", "steps_arg", "needs_data",
+                                  "total_steps", "arrival_s", "gpus"]
+
+
+def read_gavel_trace(path: str | Path) -> pd.DataFrame:
+    """Every job of a Gavel MSR trace (:data:`GAVEL_TRACE_COLUMNS`), or ``InputError``."""
+    import pandas as pd  # here, not at the top: the path helpers above stay light
+
+    try:
+        return pd.read_csv(path, sep="\t", header=None, names=GAVEL_TRACE_COLUMNS)
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read Gavel trace {path}: {e}") from None

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.errors import InputError
-from gpuscope.external import GAVEL_DEVICES, gavel_dir, gavel_entries
+from gpuscope.external import GAVEL_DEVICES, gavel_dir, gavel_entries, read_gavel_trace
 
 DEFAULT_GAVEL_DIR = gavel_dir()
 
@@ -36,11 +36,7 @@ def load_throughputs(path: str | Path) -> pd.DataFrame:
 
 def load_trace(path: str | Path, max_jobs: int | None = None) -> pd.DataFrame:
     """Single-GPU jobs of one MSR trace: ``job_id, job_type, total_steps, arrival_s``."""
-    cols = ["job_type", "command", "steps_arg", "needs_data", "total_steps", "arrival_s", "gpus"]
-    try:
-        tr = pd.read_csv(path, sep="\t", header=None, names=cols)
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read Gavel trace {path}: {e}") from None
+    tr = read_gavel_trace(path)
     tr = tr[tr["gpus"] == 1].reset_index(drop=True)
     if max_jobs is not None:
         tr = tr.iloc[:max_jobs]

@@ -73,14 +73,10 @@ class TjngDurations:
 
 def load_gavel_multi(path: str | Path | None = None) -> pd.DataFrame:
     """Multi-GPU jobs of a Gavel MSR trace: ``arrival_h, gpus, job_type`` (2/4/8/16 GPUs)."""
-    from gpuscope.external import gavel_dir
+    from gpuscope.external import gavel_dir, read_gavel_trace
 
     p = Path(path) if path else gavel_dir() / "msr-traces-seed0" / "6c71a0.trace"
-    cols = ["job_type", "command", "steps_arg", "needs_data", "total_steps", "arrival_s", "gpus"]
-    try:
-        tr = pd.read_csv(p, sep="\t", header=None, names=cols)
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read Gavel trace {p}: {e}") from None
+    tr = read_gavel_trace(p)
     tr = tr[tr["gpus"].isin([2, 4, 8, 16])].reset_index(drop=True)
     return pd.DataFrame({"arrival_h": tr["arrival_s"].astype(float) / 3600.0,
                          "gpus": tr["gpus"].astype(int), "job_type": tr["job_type"]})
