@@ -19,7 +19,12 @@ from gpuscope.emulator.hostwork import optimizer_tensor_counts, per_tensor_extra
 from gpuscope.emulator.liveness import live_activation_bytes
 from gpuscope.emulator.memory import VIEW_OPS, op_base, param_bytes, saved_bytes
 from gpuscope.emulator.params import EmulatorParams
-from gpuscope.graphs.aten_ops import attention_work_fraction, recurrent_shape
+from gpuscope.graphs.aten_ops import (
+    ATTENTION_NAMES,
+    attention_work_fraction,
+    base_name,
+    recurrent_shape,
+)
 from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
 from gpuscope.jobs import DatasetSpec
 
@@ -142,6 +147,7 @@ class GraphCost:
     opt_tensors: np.ndarray | None = None
     n_param_tensors: int = 0
     live_activation_bytes: float | None = None
+    attn_fp32: np.ndarray | None = None
 
     def act_bytes(self, params: EmulatorParams) -> float:
         """The footprint's activation bytes: the liveness peak less the gradients
@@ -213,6 +219,9 @@ class GraphCost:
             n_conv_configs=_conv_configs(graph),
             opt_tensors=opt_tensors, n_param_tensors=n_par,
             live_activation_bytes=live_activation_bytes(graph, p_bytes),
+            # fused attention on FP32 tensors: PyTorch's memory-efficient kernel (perf._mm_rate)
+            attn_fp32=np.array([base_name(n.op) in ATTENTION_NAMES and n.dtype_bytes >= 4
+                                for n in kern], dtype=bool),
         )
 
     def dispatch_s(self, params: EmulatorParams, speed: float, forward_only: bool = False) -> float:

@@ -54,6 +54,14 @@ kernel: its FLOPs are ``torch.utils.flop_counter``'s (backward includes the reco
   on NCHW tensors (PyTorch's default memory format) also pay cuDNN's NCHW<->NHWC transposes:
   ``amp_layout_passes`` more passes over each convolution's traffic, memory-bound.
 
+Fused attention on FP32 tensors (``fp32`` and ``tf32`` jobs) is neither: FlashAttention and
+cuDNN attention take half precision only, so PyTorch runs its memory-efficient kernel, whose
+FP32 GEMMs on sm80+ are CUTLASS's 3xTF32 (``OpMultiplyAddFastF32``: three TF32 tensor-core
+products per FP32 product; ``aten/src/ATen/native/transformers/cuda/mem_eff_attention/
+gemm_kernel_utils.h``, ``DefaultGemmType<ArchTag >= 80, float>``), whatever
+``matmul.allow_tf32`` says: ``tf32 peak / 3 x tensor_eff x arch_eff`` on Ampere and later
+(no new constant); before Ampere the kernel uses CUDA cores (the FP32 matmul rate).
+
 ``eff_class * eff_arch`` is replaced, for the compute side only, by a cited
 ``arch_class_eff["<arch>:<class>"]`` where one exists (``class_compute_eff``; issue 11: Kepler
 matmuls at cuBLAS SGEMM's 0.63 of peak, Kepler convolutions stay fitted on ResNet-50).
@@ -171,6 +179,11 @@ def _mm_rate(cost: GraphCost, device: DeviceSpec, params: EmulatorParams, precis
         rate = np.where(is_mm, np.maximum(rate, fp16), rate)
     if device.tensor_tflops > 0:  # a graph traced in half precision
         rate = np.where(cost.is_half, np.maximum(rate, fp16), rate)
+    if cost.attn_fp32 is not None and device.tf32_tflops > 0 and precision in ("fp32", "tf32"):
+        # FP32 attention runs PyTorch's memory-efficient kernel (FlashAttention and cuDNN take
+        # half precision only), which on sm80+ computes FP32 as 3xTF32 on the tensor cores
+        # whatever ``matmul.allow_tf32`` says: a third of the TF32 peak (module docstring)
+        rate = np.where(cost.attn_fp32, tf32 / 3.0, rate)
     return rate
 
 
