@@ -92,6 +92,21 @@ def _conv_configs(graph: OpGraph) -> int:
                 for i in convs})
 
 
+def _gemm_mnk(op: str, op_class: str, shape: tuple[int, ...] | list[int], flops: float,
+              steps: float) -> tuple[float, float, float, float]:
+    """``(batch, M, N, K)`` of a cuBLAS GEMM node (``mm``, ``addmm``, ``bmm``, ...: class
+    ``matmul``, output ``(..., M, N)``, ``K = flops / (2 batch M N)``); zeros for every other
+    kernel, fused attention and recurrences included (their own kernels, not cuBLAS calls)."""
+    if (op_class != "matmul" or steps > 0 or len(shape) < 2 or flops <= 0
+            or base_name(op) in ATTENTION_NAMES):
+        return (0.0, 0.0, 0.0, 0.0)
+    m, n = float(shape[-2]), float(shape[-1])
+    b = float(np.prod(shape[:-2])) if len(shape) > 2 else 1.0
+    if m * n * b <= 0:
+        return (0.0, 0.0, 0.0, 0.0)
+    return (b, m, n, flops / (2.0 * b * m * n))
+
+
 @dataclass(frozen=True)
 class GraphCost:
     """Device-independent arrays of one OpGraph's kernels (built once, reused per device).
@@ -148,6 +163,7 @@ class GraphCost:
     n_param_tensors: int = 0
     live_activation_bytes: float | None = None
     attn_fp32: np.ndarray | None = None
+    gemm_mnk: np.ndarray | None = None
 
     def act_bytes(self, params: EmulatorParams) -> float:
         """The footprint's activation bytes: the liveness peak less the gradients
@@ -222,6 +238,8 @@ class GraphCost:
             # fused attention on FP32 tensors: PyTorch's memory-efficient kernel (perf._mm_rate)
             attn_fp32=np.array([base_name(n.op) in ATTENTION_NAMES and n.dtype_bytes >= 4
                                 for n in kern], dtype=bool),
+            gemm_mnk=np.array([_gemm_mnk(n.op, n.op_class, n.shape, n.flops or 0.0, steps[j])
+                               for j, n in enumerate(kern)], dtype=np.float64).reshape(-1, 4),
         )
 
     def dispatch_s(self, params: EmulatorParams, speed: float, forward_only: bool = False) -> float:

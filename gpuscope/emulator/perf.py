@@ -187,6 +187,35 @@ def _mm_rate(cost: GraphCost, device: DeviceSpec, params: EmulatorParams, precis
     return rate
 
 
+#: CTA tile of a tensor-core GEMM (rows x columns of the output), and the least K a split-K
+#: slice gets (4 k-tiles of 64): ``gemm_wave_fill`` (assumptions: the mid-size tile of
+#: cuBLAS's list in NVIDIA's "Matrix Multiplication Background User's Guide", not fitted).
+GEMM_TILE: int = 128
+GEMM_MIN_K_SLICE: int = 256
+
+
+def gemm_wave_fill(mnk: np.ndarray, sm_count: int) -> np.ndarray:
+    """Fraction of the GPU a tensor-core GEMM keeps busy: tile and wave quantisation (NVIDIA,
+    "Matrix Multiplication Background User's Guide", https://docs.nvidia.com/deeplearning/
+    performance/dl-performance-matrix-multiplication/index.html, "Tile quantization" and
+    "Wave quantization"). The output ``batch x M x N`` is cut into ``GEMM_TILE``-square tiles,
+    one per SM at a time; a GEMM with fewer tiles than SMs splits K (split-K) into as many
+    slices as fill the SMs, each at least ``GEMM_MIN_K_SLICE`` deep. Fill = useful tile work
+    over ``waves x SMs``. ``mnk`` rows are ``(batch, M, N, K)``; 1 where batch is 0 (not a
+    GEMM)."""
+    b, m, n, k = mnk[:, 0], mnk[:, 1], mnk[:, 2], mnk[:, 3]
+    gemm = b > 0
+    t = float(GEMM_TILE)
+    tiles = np.where(gemm, b * np.ceil(m / t) * np.ceil(n / t), 1.0)
+    split = np.where(tiles < sm_count,
+                     np.clip(np.minimum(sm_count // tiles, np.floor(k / GEMM_MIN_K_SLICE)), 1.0, None),
+                     1.0)
+    slots = tiles * split
+    waves = np.ceil(slots / sm_count)
+    useful = b * m * n / (t * t) * split
+    return np.where(gemm, np.minimum(1.0, useful / (waves * sm_count)), 1.0)
+
+
 def class_compute_eff(params: EmulatorParams, arch: str) -> np.ndarray:
     """Fraction of the FP32 (CUDA-core) peak each op class (``OP_CLASSES`` order) reaches on
     ``arch`` when it fills the GPU: ``class_eff * arch_eff``, except the cited
@@ -209,7 +238,12 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     byts = cost.bytes
     if precision.startswith("amp") and cost.optimizer is not None and not cost.half_traced:
         byts = np.where(cost.optimizer, byts, 0.5 * byts)  # half-precision activations
-    t_flop = cost.flops / (rate * fill * device.clock_factor)  # sustained SM clock
+    fill_c = fill
+    if cost.gemm_mnk is not None:  # a tensor-core GEMM's parallelism is its tiles
+        cuda_core = device.fp32_tflops * 1e12 * ceff[cost.cls]
+        tensor = (cost.gemm_mnk[:, 0] > 0) & (rate > cuda_core * 1.0001)
+        fill_c = np.where(tensor, gemm_wave_fill(cost.gemm_mnk, device.sm_count), fill)
+    t_flop = cost.flops / (rate * fill_c * device.clock_factor)  # sustained SM clock
     if cost.work_mem is not None:  # a recurrence streams one step's bytes at a time
         fill = cost.work_mem / (cost.work_mem + device.sm_count * params.fill_threads_per_sm)
     bw = device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill
