@@ -113,3 +113,30 @@ def test_precision_ordering_on_a_transformer_layer() -> None:
         fp32, tf32 = gpu_times(c32, d, P, "fp32")[0], gpu_times(c32, d, P, "tf32")[0]
         bf16 = gpu_times(c16, d, P, "amp-bf16")[0]
         assert bf16 <= tf32 <= fp32, (name, bf16, tf32, fp32)
+
+
+def test_ops_autocast_keeps_fp32_keep_their_bytes_under_amp() -> None:
+    """On a graph not traced under autocast, ``amp-*`` halves activation traffic except for the
+    ops CUDA autocast runs in FP32 (layer norm, softmax, losses, sums) and the optimizer."""
+    n = 4096 * 768
+    nodes = [
+        OpNode("ln", "aten.native_layer_norm.default", "norm", (4096, 768), n, 4, 5.0 * n,
+               8.0 * n, "forward"),
+        OpNode("gelu", "aten.gelu.default", "activation", (4096, 3072), 4 * n, 4, 8.0 * n,
+               32.0 * n, "forward"),
+        OpNode("lnb", "aten.native_layer_norm_backward.default", "norm", (4096, 768), n, 4,
+               8.0 * n, 16.0 * n, "backward"),
+        OpNode("sumb", "aten.sum.dim_IntList", "reduction", (768,), 768, 4, float(n),
+               4.0 * n, "backward"),  # a bias gradient: runs on the half-precision gradient
+        OpNode("opt", "aten._foreach_add_.List", "optimizer", (), n, 4, float(n), 12.0 * n,
+               "optimizer"),
+    ]
+    cost = GraphCost.from_graph(OpGraph("amp", nodes, [], {"batch_size": 8}))
+    assert cost.keeps_fp32 is not None and cost.keeps_fp32.tolist() == [True, False, True, False, False]
+    assert not cost.half_traced
+    d = get_device("a100")
+    _, m32 = kernel_times(cost, d, P, "fp32")
+    _, m16 = kernel_times(cost, d, P, "amp-bf16")
+    assert m16[0] == pytest.approx(m32[0]) and m16[2] == pytest.approx(m32[2])
+    assert m16[4] == pytest.approx(m32[4])
+    assert m16[1] < 0.6 * m32[1] and m16[3] < 0.6 * m32[3]

@@ -35,6 +35,38 @@ _TF32_ARCHS = frozenset({"ampere", "ada", "hopper"})
 _CUDNN_CLASSES = frozenset({"conv", "norm"})
 _VIEW_OPS = VIEW_OPS  # kept for importers of the old name
 _op_base = op_base
+#: Ops CUDA autocast runs in FP32 (PyTorch's "CUDA Ops that can autocast to float32",
+#: https://pytorch.org/docs/stable/amp.html#cuda-ops-that-can-autocast-to-float32), by the aten
+#: names a trace records, forward; and the backward kernels of those ops (FP32 like their
+#: forward). An ``amp-*`` job on a graph not traced under autocast keeps their traffic whole.
+AUTOCAST_FP32_FORWARD: frozenset[str] = frozenset({
+    "layer_norm", "native_layer_norm", "group_norm", "native_group_norm", "softmax", "_softmax",
+    "log_softmax", "_log_softmax", "nll_loss", "nll_loss_forward", "nll_loss2d_forward",
+    "cross_entropy_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+    "binary_cross_entropy_with_logits", "poisson_nll_loss", "cosine_embedding_loss",
+    "hinge_embedding_loss", "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss",
+    "triplet_margin_loss", "multi_margin_loss", "exp", "expm1", "log", "log10", "log2", "log1p",
+    "reciprocal", "rsqrt", "pow", "sum", "prod", "cumsum", "cumprod", "norm",
+    "linalg_vector_norm", "linalg_matrix_norm", "logsumexp", "softplus", "acos", "asin", "cosh",
+    "sinh", "tan", "erfinv", "cosine_similarity", "dist", "pdist", "cdist", "renorm",
+})
+AUTOCAST_FP32_BACKWARD: frozenset[str] = frozenset({
+    "native_layer_norm_backward", "native_group_norm_backward", "_softmax_backward_data",
+    "_log_softmax_backward_data", "nll_loss_backward", "nll_loss2d_backward", "mse_loss_backward",
+    "l1_loss_backward", "smooth_l1_loss_backward", "huber_loss_backward", "softplus_backward",
+    "binary_cross_entropy_with_logits_backward", "kl_div_backward",
+})
+
+
+def autocast_fp32(op: str, phase: str) -> bool:
+    """Whether CUDA autocast runs this traced op in FP32 (``AUTOCAST_FP32_FORWARD`` in the
+    forward, ``AUTOCAST_FP32_BACKWARD`` in backward)."""
+    base = op_base(op)
+    if phase == "forward":
+        return base in AUTOCAST_FP32_FORWARD
+    return phase == "backward" and base in AUTOCAST_FP32_BACKWARD
+
+
 #: Kernels per timestep of a recurrent layer: cuDNN's recurrent GEMM and its fused element-wise
 #: kernel (forward: gates; backward-data: gate gradients), each at least one ``launch_us``.
 RNN_KERNELS_PER_STEP: int = 2
@@ -164,6 +196,7 @@ class GraphCost:
     live_activation_bytes: float | None = None
     attn_fp32: np.ndarray | None = None
     gemm_mnk: np.ndarray | None = None
+    keeps_fp32: np.ndarray | None = None
 
     def act_bytes(self, params: EmulatorParams) -> float:
         """The footprint's activation bytes: the liveness peak less the gradients
@@ -238,6 +271,7 @@ class GraphCost:
             # fused attention on FP32 tensors: PyTorch's memory-efficient kernel (perf._mm_rate)
             attn_fp32=np.array([base_name(n.op) in ATTENTION_NAMES and n.dtype_bytes >= 4
                                 for n in kern], dtype=bool),
+            keeps_fp32=np.array([autocast_fp32(n.op, n.phase) for n in kern], dtype=bool),
             gemm_mnk=np.array([_gemm_mnk(n.op, n.op_class, n.shape, n.flops or 0.0, steps[j])
                                for j, n in enumerate(kern)], dtype=np.float64).reshape(-1, 4),
         )

@@ -50,9 +50,11 @@ kernel: its FLOPs are ``torch.utils.flop_counter``'s (backward includes the reco
 * ``tf32``: convolutions and matmuls on the TF32 tensor-core peak (Ampere and later);
 * ``amp-fp16``: convolutions and matmuls on the FP16 tensor-core peak (Volta and later), all
   activation traffic halved; ``amp-bf16``: the same on Ampere and later (no BF16 tensor cores
-  before: FP32 rate); the optimizer update stays FP32. Half-precision tensor-core convolutions
-  on NCHW tensors (PyTorch's default memory format) also pay cuDNN's NCHW<->NHWC transposes:
-  ``amp_layout_passes`` more passes over each convolution's traffic, memory-bound.
+  before: FP32 rate); the optimizer update stays FP32, and so do the ops CUDA autocast runs in
+  FP32 (norms, softmax, losses, reductions: ``graphcost.AUTOCAST_FP32_FORWARD``; the halving is
+  for graphs not traced under autocast, a traced one carries its dtypes). Half-precision
+  tensor-core convolutions on NCHW tensors (PyTorch's default memory format) also pay
+  cuDNN's NCHW<->NHWC transposes: ``amp_layout_passes`` more passes over each convolution's traffic, memory-bound.
 
 Fused attention on FP32 tensors (``fp32`` and ``tf32`` jobs) is neither: FlashAttention and
 cuDNN attention take half precision only, so PyTorch runs its memory-efficient kernel, whose
@@ -237,7 +239,9 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     fill = work / (work + device.sm_count * params.fill_threads_per_sm)
     byts = cost.bytes
     if precision.startswith("amp") and cost.optimizer is not None and not cost.half_traced:
-        byts = np.where(cost.optimizer, byts, 0.5 * byts)  # half-precision activations
+        # half-precision activations, but for the optimizer and the ops autocast keeps FP32
+        keep = cost.optimizer if cost.keeps_fp32 is None else cost.optimizer | cost.keeps_fp32
+        byts = np.where(keep, byts, 0.5 * byts)
     fill_c = fill
     if cost.gemm_mnk is not None:  # a tensor-core GEMM's parallelism is its tiles
         cuda_core = device.fp32_tflops * 1e12 * ceff[cost.cls]
