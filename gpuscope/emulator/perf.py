@@ -203,7 +203,8 @@ def gemm_wave_fill(mnk: np.ndarray, sm_count: int) -> np.ndarray:
     "Wave quantization"). The output ``batch x M x N`` is cut into ``GEMM_TILE``-square tiles,
     one per SM at a time; a GEMM with fewer tiles than SMs splits K (split-K) into as many
     slices as fill the SMs, each at least ``GEMM_MIN_K_SLICE`` deep. Fill = useful tile work
-    over ``waves x SMs``. ``mnk`` rows are ``(batch, M, N, K)``; 1 where batch is 0 (not a
+    over ``waves x SMs``; ``kernel_times`` takes the CUDA-core kernel instead where it is
+    faster (a tiny GEMM: cuBLAS's heuristics pick the faster kernel). ``mnk`` rows are ``(batch, M, N, K)``; 1 where batch is 0 (not a
     GEMM)."""
     b, m, n, k = mnk[:, 0], mnk[:, 1], mnk[:, 2], mnk[:, 3]
     gemm = b > 0
@@ -242,12 +243,15 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
         # half-precision activations, but for the optimizer and the ops autocast keeps FP32
         keep = cost.optimizer if cost.keeps_fp32 is None else cost.optimizer | cost.keeps_fp32
         byts = np.where(keep, byts, 0.5 * byts)
-    fill_c = fill
-    if cost.gemm_mnk is not None:  # a tensor-core GEMM's parallelism is its tiles
+    t_flop = cost.flops / (rate * fill * device.clock_factor)  # sustained SM clock
+    if cost.gemm_mnk is not None:  # a tensor-core GEMM's parallelism is its tiles ...
         cuda_core = device.fp32_tflops * 1e12 * ceff[cost.cls]
         tensor = (cost.gemm_mnk[:, 0] > 0) & (rate > cuda_core * 1.0001)
-        fill_c = np.where(tensor, gemm_wave_fill(cost.gemm_mnk, device.sm_count), fill)
-    t_flop = cost.flops / (rate * fill_c * device.clock_factor)  # sustained SM clock
+        wave = gemm_wave_fill(cost.gemm_mnk, device.sm_count)
+        t_tc = cost.flops / (rate * wave * device.clock_factor)
+        # ... unless a CUDA-core kernel is faster (cuBLAS's heuristics pick the faster one)
+        t_cc = cost.flops / (cuda_core * fill * device.clock_factor)
+        t_flop = np.where(tensor, np.minimum(t_tc, t_cc), t_flop)
     if cost.work_mem is not None:  # a recurrence streams one step's bytes at a time
         fill = cost.work_mem / (cost.work_mem + device.sm_count * params.fill_threads_per_sm)
     bw = device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill
