@@ -95,7 +95,13 @@ def _one_line(msg: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    return run(build_parser(), argv)
+
+
+def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` with ``parser`` and run the chosen subcommand: bad input, an ``OSError``
+    or a hung service is one line on stderr and exit code 2, an interrupt 130 (every entry
+    point shares this, so none prints a traceback for bad input)."""
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # a bad option was one line on stderr: return its code (2)

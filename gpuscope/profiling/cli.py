@@ -234,25 +234,14 @@ def _build(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m gpuscope.profiling.cli profile ...``: the profile subcommands alone, without
-    importing the other stages (a campaign driver on a bare GPU node starts faster)."""
-    import sys
-
-    from gpuscope.cli import OneLineParser
+    importing the other stages (a campaign driver on a bare GPU node starts faster); errors as
+    ``gpuscope`` reports them (:func:`gpuscope.cli.run`)."""
+    from gpuscope.cli import OneLineParser, _bound_numbers, run
 
     parser = OneLineParser(prog="gpuscope")
     register(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser))
-    args = parser.parse_args(argv)
-    if getattr(args, "func", None) is None:
-        parser.print_help()
-        return 2
-    try:
-        return int(args.func(args) or 0)
-    except InputError as e:
-        sys.stderr.write(f"gpuscope: error: {e}\n")
-        return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("gpuscope: interrupted; finished work is kept\n")
-        return 130
+    _bound_numbers(parser)
+    return run(parser, argv)
 
 
 if __name__ == "__main__":  # pragma: no cover
