@@ -112,6 +112,7 @@ from gpuscope.emulator.graphcost import (  # noqa: F401  (re-exported)
     job_precision,
 )
 from gpuscope.emulator.hostwork import (
+    achievable_bw,
     batch_h2d_bytes,
     cpu_ms_per_sample,
     host_serial_times,
@@ -232,7 +233,6 @@ def class_compute_eff(params: EmulatorParams, arch: str) -> np.ndarray:
 def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
                  precision: str = "fp32") -> tuple[np.ndarray, np.ndarray]:
     """(time, memory-busy time) of every kernel of one step, seconds (module docstring)."""
-    arch = params.arch_eff.get(device.arch, 1.0)
     ceff = class_compute_eff(params, device.arch)
     rate = _mm_rate(cost, device, params, precision, device.fp32_tflops * 1e12 * ceff[cost.cls])
     rate = np.where(cost.winograd, rate * params.winograd_speedup, rate)
@@ -254,7 +254,7 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
         t_flop = np.where(tensor, np.minimum(t_tc, t_cc), t_flop)
     if cost.work_mem is not None:  # a recurrence streams one step's bytes at a time
         fill = cost.work_mem / (cost.work_mem + device.sm_count * params.fill_threads_per_sm)
-    bw = device.mem_bw_gbs * 1e9 * params.bw_eff * arch * fill
+    bw = achievable_bw(device, params) * fill
     t_mem = byts / bw
     launches = 1.0 if cost.steps is None else np.where(cost.steps > 0, cost.steps * RNN_KERNELS_PER_STEP, 1.0)
     if params.per_tensor_optimizer > 0 and cost.opt_tensors is not None:  # one kernel per tensor
