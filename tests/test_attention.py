@@ -126,8 +126,8 @@ def test_trace_has_one_fused_node_per_layer_and_flop_counter_flops() -> None:
 
 def test_saved_set_matches_autograd_on_cpu() -> None:
     # on CPU the fused op runs its reference kernel: autograd packs exactly q, k, v, out,
-    # logsumexp and the RNG state; the trace's saved set (the forward node's first output
-    # counted per storage) is the same storages, logsumexp and RNG state aside
+    # logsumexp and the RNG state, which the memory model adds to the forward node's first
+    # output (memory.UNSIZED_OUTPUTS; tests/test_dropout_mask.py)
     from autograd_saved import saved_storage_bytes
 
     torch.manual_seed(0)

@@ -12,7 +12,11 @@ each op are summed:
   alive from that op until the last op that reads it or any of its aliases (autograd frees a
   saved tensor once the backward op that reads it has run); an op's inputs and its output
   are alive together while it runs; max pooling's int64 indices (a second output the trace
-  does not size) live with its output (``EXTRA_OUTPUT_BYTES``);
+  does not size) live with its output (``EXTRA_OUTPUT_BYTES``); the other unsized outputs
+  (``memory.UNSIZED_OUTPUTS``: ``native_dropout``'s bool mask, the fused attention's
+  logsumexp and RNG state, a layer norm's mean/rstd) are storages of their own, alive from
+  their op to the backward op that reads them, while the op's output lives to its last
+  other reader (the dropout's and the layer norm's backward do not read it);
 * gradients (backward outputs read by the optimizer) stay alive until the step ends (the
   next step's ``zero_grad(set_to_none=True)``, PyTorch 2.x's default and the catalog's
   step). A multi-output backward op (``convolution_backward``, the norms' backward, a fused
@@ -37,7 +41,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuscope.emulator.memory import VIEW_OPS, activation_bytes, is_inplace, op_base
+from gpuscope.emulator.memory import (
+    UNSIZED_OUTPUTS,
+    VIEW_OPS,
+    activation_bytes,
+    is_inplace,
+    op_base,
+    op_key,
+    unsized_bytes,
+)
 from gpuscope.graphs.opgraph import OpGraph
 
 #: Backward ops whose parameter gradients are extra outputs the trace does not size.
@@ -74,9 +86,19 @@ def live_profile(graph: OpGraph, param_bytes: float) -> np.ndarray | None:
     has_bwd_edge = False
     read_by_opt = np.zeros(n, dtype=bool)
     phase = [nd.phase for nd in nodes]
+    key = [op_key(nd.op) for nd in nodes]
+    readers = {UNSIZED_OUTPUTS[k][0] for k in key if k in UNSIZED_OUTPUTS}
+    extra_end = np.arange(n, dtype=np.int64)  # unsized outputs' last (backward) reader
     for s, d in graph.edges:
         if first_pred[d] < 0:
             first_pred[d] = s
+        if key[d] in readers and key[s] in UNSIZED_OUTPUTS \
+                and UNSIZED_OUTPUTS[key[s]][0] == key[d]:
+            extra_end[s] = max(extra_end[s], d)
+            if phase[s] == "forward" and phase[d] == "backward":
+                has_bwd_edge = True
+            if not UNSIZED_OUTPUTS[key[s]][1]:  # the edge carries the unsized outputs only
+                continue
         if d > last_read[s]:
             last_read[s] = d
         if phase[d] == "optimizer":
@@ -119,6 +141,11 @@ def live_profile(graph: OpGraph, param_bytes: float) -> np.ndarray | None:
     idx = np.flatnonzero(alloc & ~(grad & ~multi_all))  # single-output gradients: below
     np.add.at(diff, idx, size[idx])
     np.add.at(diff, stop[idx] + 1, -size[idx])
+    m_idx = np.flatnonzero(np.array([k in UNSIZED_OUTPUTS for k in key], dtype=bool))
+    if len(m_idx):
+        m_size = np.array([unsized_bytes(nodes[i]) for i in m_idx], dtype=np.float64)
+        np.add.at(diff, m_idx, m_size)
+        np.add.at(diff, extra_end[m_idx] + 1, -m_size)
     live = np.cumsum(diff[:n])
     # the gradients themselves: alive from their op to the end of the step
     g_idx = np.flatnonzero(grad)

@@ -12,7 +12,9 @@ footprint = CUDA context + weights + gradients + optimizer state + saved activat
   for backward exactly when a backward-phase op reads it, so the saved set is read off the
   OpGraph's edges: every forward op whose output feeds a backward op, resolved through views
   to the op that allocated the storage, each storage counted once, parameters and the input
-  batch excluded (``saved_bytes``). The test suite checks it against
+  batch excluded (``saved_bytes``); outputs the trace does not size (``native_dropout``'s
+  bool mask, the fused attention's logsumexp and RNG state) are added when their backward
+  op reads them (``UNSIZED_OUTPUTS``). The test suite checks it against
   ``torch.autograd.graph.saved_tensors_hooks`` on a transformer layer. Graphs without
   backward edges (e.g. some TensorFlow exports) fall back to every forward output that
   allocates (``activation_bytes``);
@@ -27,13 +29,14 @@ A job whose footprint exceeds the device's memory fails with status ``oom``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpuscope.devices import DeviceSpec
 from gpuscope.emulator.params import EmulatorParams
-from gpuscope.graphs.opgraph import OpGraph
+from gpuscope.graphs.opgraph import OpGraph, OpNode
 
 MB = float(2**20)
 OPTIMIZER_COPIES: dict[str, int] = {
@@ -47,6 +50,50 @@ VIEW_OPS = frozenset({
     "unbind", "flatten", "view_as", "expand_as", "split_with_sizes", "Reshape", "Identity",
     "Squeeze", "ExpandDims", "Transpose", "_reshape_alias", "unfold", "diagonal",
 })
+
+#: Forward ops with outputs the trace does not size (an ``OpNode`` records its first output
+#: only) that one backward op reads: ``op -> (that backward op, whether it also reads the
+#: first output, bytes of the unsized outputs from the node)``:
+#: * ``native_dropout``'s mask, bool on CUDA (``aten/src/ATen/native/cuda/Dropout.cu``,
+#:   ``native_dropout_cuda`` -> ``dropout_cuda<bool>``);
+#: * the fused attention's row logsumexp (``B x H x S_q`` FP32) and its RNG seed/offset (two
+#:   int64), saved with the output (``gpuscope.graphs.attention``; PyTorch's
+#:   ``_scaled_dot_product_flash_attention`` / ``_efficient_attention`` return them);
+#: * a layer norm's saved statistics (FP32 mean and inverse std per row, rows taken as the
+#:   output's numel over its last dimension): its backward reads the input and these, not the
+#:   output (``native_layer_norm_backward``'s schema). Batch norm's backward does not read its
+#:   output either, but it keeps its output-sized entry here: see docs/emulator.md
+#:   ("Liveness memory on the H100 check", batch norm) for why that is not changed.
+UNSIZED_OUTPUTS: dict[str, tuple[str, bool, Callable[[OpNode], float]]] = {
+    "native_dropout": ("native_dropout_backward", False, lambda n: float(n.numel)),
+    "native_layer_norm": ("native_layer_norm_backward", False,
+                          lambda n: 8.0 * n.numel / max(int(n.shape[-1]) if n.shape else 1, 1)),
+    **{k: (f"{k}_backward", True,
+           lambda n: 4.0 * n.numel / max(int(n.shape[-1]) if n.shape else 1, 1) + 16.0)
+       for k in ("sdpa_attention", "sdpa_attention_causal")},
+}
+
+
+def op_key(op: str) -> str:
+    """``aten.native_dropout.default`` / ``gpuscope.sdpa_attention.default`` -> the op's name;
+    framework op names unchanged."""
+    parts = op.split(".")
+    return parts[1] if len(parts) >= 2 and parts[0] in ("aten", "gpuscope") else parts[0]
+
+
+def unsized_edge(src_op: str, dst_op: str) -> tuple[bool, bool]:
+    """For the edge ``src -> dst``: (it carries ``src``'s unsized outputs, it also carries
+    ``src``'s first output), per ``UNSIZED_OUTPUTS``."""
+    m = UNSIZED_OUTPUTS.get(op_key(src_op))
+    if m is None or op_key(dst_op) != m[0]:
+        return False, True
+    return True, m[1]
+
+
+def unsized_bytes(node: OpNode) -> float:
+    """Bytes of ``node``'s unsized outputs (``UNSIZED_OUTPUTS``; 0 for other ops)."""
+    m = UNSIZED_OUTPUTS.get(op_key(node.op))
+    return m[2](node) if m is not None else 0.0
 
 
 def op_base(op: str) -> str:
@@ -73,14 +120,22 @@ def activation_bytes(graph: OpGraph) -> float:
 
 def saved_bytes(graph: OpGraph) -> float:
     """Bytes autograd keeps for the backward pass (see the module docstring): forward outputs
-    read by backward ops, resolved through views and in-place ops to the allocating op."""
+    read by backward ops, resolved through views and in-place ops to the allocating op, and
+    the unsized outputs (``UNSIZED_OUTPUTS``) their backward op reads."""
     nodes = graph.nodes
     preds: dict[int, list[int]] = {}
     for s, d in graph.edges:
         preds.setdefault(d, []).append(s)
-    fwd_to_bwd = {s for s, d in graph.edges
-                  if nodes[s].phase == "forward" and nodes[d].phase == "backward"}
-    if not fwd_to_bwd:
+    fwd_to_bwd: set[int] = set()
+    masks: set[int] = set()
+    for s, d in graph.edges:
+        if nodes[s].phase == "forward" and nodes[d].phase == "backward":
+            extra, first = unsized_edge(nodes[s].op, nodes[d].op)
+            if extra:
+                masks.add(s)
+            if first:
+                fwd_to_bwd.add(s)
+    if not fwd_to_bwd and not masks:
         return activation_bytes(graph)
 
     def storage(i: int) -> int:
@@ -92,7 +147,8 @@ def saved_bytes(graph: OpGraph) -> float:
         return i
 
     roots = {storage(i) for i in fwd_to_bwd}
-    return float(sum(nodes[i].out_bytes for i in roots if nodes[i].op_class != "constant"))
+    return float(sum(nodes[i].out_bytes for i in roots if nodes[i].op_class != "constant")
+                 + sum(unsized_bytes(nodes[i]) for i in masks))
 
 
 def param_bytes(graph: OpGraph) -> float:
