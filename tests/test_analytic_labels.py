@@ -43,17 +43,20 @@ def builder(tmp_path_factory: pytest.TempPathFactory) -> FeatureBuilder:
     return FeatureBuilder(cache_dir=tmp_path_factory.mktemp("cache") / "graphs")
 
 
-@pytest.mark.parametrize("device", ["titanx", "h100"])
+@pytest.mark.parametrize(("device", "method"), [("titanx", "peakband"), ("h100", "peakband"),
+                                                 ("titanx", "kmeans")])
 def test_analytic_labels_equal_noise_free_trace_labels(builder: FeatureBuilder,
-                                                      device: str) -> None:
+                                                      device: str, method: str) -> None:
+    # peakband's labels are means over its cuts of labels each within the tolerance, so
+    # within it too (the tolerance is linear in y)
     dev = get_device(device)
     p = dataclasses.replace(default_params(), iter_jitter=0.0, stall_rate_per_min=0.0)
     for job in JOBS:
         est = estimate(job, builder.graph_entry(job)[1], dev, p)
         df, ex = synth_trace(est, job, dev, p, seed=0, sensor_noise=False)
         per = effective_period(est, PERIOD_S, int(p.max_trace_samples))
-        y = label_trace(df, run_meta(job, dev, est, ex, 0, per))
-        a = al.analytic_labels(est, job, dev, per)
+        y = label_trace(df, run_meta(job, dev, est, ex, 0, per), method)
+        a = al.analytic_labels(est, job, dev, per, method=method)
         n = len(df)
         for r in RESOURCES:
             for s in ("burst_s", "idle_s"):

@@ -12,8 +12,11 @@ same label rules to the *phase structure* instead of to samples, so no trace is 
   constant levels, the start-up memory ramp, and the training-window utilisation
   ``f(u) = (B(u + P) - B(u)) / P`` of the busy pattern ``B`` seen through a sample window
   ``P`` (quadrature over one step), as the trace samples it;
-* the burst/idle threshold is the weighted 1-D k-means (``kmeans_threshold``'s Lloyd steps
-  on weighted values) with the labeler's minimum gap;
+* one level or two: the weighted 1-D k-means (``kmeans_threshold``'s Lloyd steps on
+  weighted values) with the labeler's minimum gap; with two, the labeler's default
+  ``peakband`` rule averages the run lengths over the thresholds ``f x peak`` for the band's
+  fractions f (``labeling.band_fractions``; the peak below), ``kmeans`` (paper-literal) cuts
+  at the k-means threshold;
 * runs: phases in time order (start-up once, the epoch pattern ``epochs`` times) are merged
   by class; a training phase whose window values straddle the threshold contributes one
   burst and one idle run per step that a sample can see (``min(1, L/P)`` of them); expected
@@ -35,6 +38,7 @@ import numpy as np
 
 from gpuscope.devices import DeviceSpec
 from gpuscope.emulator.perf import EmulatedJob, Estimate
+from gpuscope.profiling.labeling import DEFAULT_METHOD, band_fractions
 from gpuscope.resources import PEAK_FRACTION, PEAK_QUANTILE, RESOURCES, TARGETS
 
 #: Sensor noise s.d. of each resource in ``synth_trace`` (utilisations only where > 0).
@@ -226,7 +230,7 @@ def _run_lengths(st_pi: np.ndarray, epoch: list[_Seg], pis: list[np.ndarray], mi
     rc.add_samples(st_pi, period_s)
     seen: list[np.ndarray] = []
     for k in range(max(int(epochs), 0)):
-        if k >= 2 and np.allclose(seen[-1], seen[-2], atol=1e-12):
+        if k >= 2 and bool(np.all(np.abs(seen[-1] - seen[-2]) <= 1e-12 + 1e-5 * np.abs(seen[-2]))):
             # a periodic state: every further epoch adds what the last one did
             cnt0, tot0 = rc.cnt.copy(), rc.tot.copy()
             _one_epoch(rc, epoch, pis, mid, split, period_s, stall_pi, stall_per_epoch,
@@ -284,13 +288,17 @@ def _one_epoch(rc: _RunCounter, epoch: list[_Seg], pis: list[np.ndarray], mid: f
 
 def analytic_labels(est: Estimate, job: EmulatedJob, device: DeviceSpec, period_s: float,
                     stall_rate_per_min: float = 0.0, stall_s: float = 1.0,
-                    sensor_noise: bool = False) -> dict[str, float]:
+                    sensor_noise: bool = False, method: str = DEFAULT_METHOD
+                    ) -> dict[str, float]:
     """The 12 non-execution-time labels of ``job``'s run on ``device`` from its ``Estimate``
     (NaN for a run that is not ``ok``). ``period_s``: the trace's sample period
     (``traces.effective_period``); ``stall_*``: expected input-pipeline stalls
     (``EmulatorParams``; 0 for a noise-free trace); ``sensor_noise``: the trace's Gaussian
     sensor noise (``SENSOR_SD``) in the burst/idle classes and the peaks (the expected label
-    of a synthesised trace), else the labels of a noise-free trace."""
+    of a synthesised trace), else the labels of a noise-free trace; ``method``: the labeler's
+    burst/idle rule (``peakband`` or ``kmeans``, ``labeling``)."""
+    if method not in ("peakband", "kmeans"):
+        raise ValueError(f"analytic labels: no closed form for method {method!r}")
     out = {t: math.nan for t in LABEL_TARGETS}
     if est.status != "ok":
         return out
@@ -346,17 +354,27 @@ def analytic_labels(est: Estimate, job: EmulatedJob, device: DeviceSpec, period_
             else:
                 split = True
 
-        def bp(x: np.ndarray, sd: float = sd, nz: bool = nz, thr: float = thr,
-               mid: float = mid, split: bool = split, allburst: bool = allburst) -> np.ndarray:
-            return _burst_prob(x, thr, mid, split, allburst, sd, nz)
-
-        b, i = _run_lengths(bp(st[r]), epoch[r], [bp(s.v) for s in epoch[r]], mid, split,
-                            epochs, period_s, float(bp(np.array([stall[r]]))[0]), lam, stall_s)
-        out[f"{r}_burst_s"], out[f"{r}_idle_s"] = b, i
         # steady-state peak: start-up samples from the first steady one, epochs, stalls
         pv = np.concatenate([st[r][first:]] + [s.v for s in epoch[r]] + [np.array([stall[r]])])
         pw = np.concatenate([np.full(t_st.size - first, period_s)]
                             + [s.w * epochs for s in epoch[r]]
                             + [np.array([lam * stall_s * epochs])])
-        out[f"{r}_peak"] = mixture_quantile(pv, pw, PEAK_QUANTILE, sd, cap, noise_at_zero=nz)
+        peak = mixture_quantile(pv, pw, PEAK_QUANTILE, sd, cap, noise_at_zero=nz)
+        out[f"{r}_peak"] = peak
+        # peakband (two levels): the mean over the band's thresholds f x peak, as the labeler
+        cuts = [(f * max(peak, 0.0),) * 2 for f in band_fractions()] \
+            if split and method == "peakband" else [(thr, mid)]
+        bs, is_ = [], []
+        for th, md in cuts:
+            def bp(x: np.ndarray, sd: float = sd, nz: bool = nz, thr: float = th,
+                   mid: float = md, split: bool = split, allburst: bool = allburst
+                   ) -> np.ndarray:
+                return _burst_prob(x, thr, mid, split, allburst, sd, nz)
+
+            b, i = _run_lengths(bp(st[r]), epoch[r], [bp(s.v) for s in epoch[r]], md, split,
+                                epochs, period_s, float(bp(np.array([stall[r]]))[0]), lam,
+                                stall_s)
+            bs.append(b)
+            is_.append(i)
+        out[f"{r}_burst_s"], out[f"{r}_idle_s"] = float(np.mean(bs)), float(np.mean(is_))
     return out

@@ -43,13 +43,16 @@ def relabel(jobs: Sequence[JobSpec], device: str, seed: int,
 
 def noise_floor(jobs: Sequence[JobSpec], device: str, seeds: tuple[int, int] = (0, 1),
                 builder: FeatureBuilder | None = None) -> pd.DataFrame:
-    """``target, nmse`` between two trace seeds' labels of the same jobs."""
+    """``target, nmse`` between two trace seeds' labels of the same jobs (``ok`` runs)."""
     a, b = (relabel(jobs, device, s, builder) for s in seeds)
+    # the ok runs only: the rows the predictor is scored on (v2data.PhysicsData.Y); an OOM
+    # run's execution time is the same with every seed and would pull the floor down
+    run_ok = (a["status"].astype(str) == "ok").to_numpy() & (b["status"].astype(str) == "ok").to_numpy()
     out = []
     for t in TARGETS:
         ya = pd.to_numeric(a[t], errors="coerce").to_numpy(np.float64)
         yb = pd.to_numeric(b[t], errors="coerce").to_numpy(np.float64)
-        ok = np.isfinite(ya) & np.isfinite(yb)
+        ok = np.isfinite(ya) & np.isfinite(yb) & run_ok
         lo, hi = (ya[ok].min(), ya[ok].max()) if ok.any() else (0.0, 1.0)
         if hi <= lo:
             from gpuscope.predictor.scaling import MinMaxLabels

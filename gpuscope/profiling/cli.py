@@ -50,20 +50,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lab = sub.add_parser("label", help="label every run of a runs folder (burst/idle/peak/exec)")
     lab.add_argument("runs_dir")
     lab.add_argument("-o", "--out", required=True, help="labels .parquet or .csv")
-    lab.add_argument("--method", choices=("kmeans", "median"), default="kmeans")
+    lab.add_argument("--method", choices=("peakband", "kmeans", "median"), default="peakband")
     lab.set_defaults(func=_label)
 
     pl = sub.add_parser("plot", help="plot a run like seed 001 Fig. 2")
     pl.add_argument("run", help="a trace .parquet path, or a run id within --runs")
     pl.add_argument("--runs", help="runs folder holding the run id")
     pl.add_argument("-o", "--out", required=True, help="output PNG")
-    pl.add_argument("--method", choices=("kmeans", "median"), default="kmeans")
+    pl.add_argument("--method", choices=("peakband", "kmeans", "median"), default="peakband")
     pl.set_defaults(func=_plot)
 
     b = sub.add_parser("build-dataset", help="labels + encoded graphs → datasets/<provenance>/<device>/")
     b.add_argument("--runs", action="append", required=True, help="runs folder (repeatable)")
     b.add_argument("-o", "--out", required=True, help="dataset folder")
-    b.add_argument("--method", choices=("kmeans", "median"), default="kmeans")
+    b.add_argument("--method", choices=("peakband", "kmeans", "median"), default="peakband")
     b.add_argument("--traces", choices=("none", "all", "auto"), default="auto",
                    help="copy raw traces into the dataset (auto: if under 5 MB, else a sample)")
     b.add_argument("--note", action="append", default=[], help="line added to the manifest")

@@ -204,7 +204,7 @@ def _manifest_md(m: dict[str, Any]) -> str:
 def build_dataset(
     runs_dirs: list[str | Path] | str | Path,
     out_dir: str | Path,
-    method: str = "kmeans",
+    method: str = "peakband",
     traces: str = "auto",
     notes: list[str] | None = None,
     progress: bool = True,

@@ -2,9 +2,27 @@
 
 Per resource r present in the trace:
 
-* the samples are split into *burst* and *idle* by k-means with k=2 (scikit-learn, the
-  higher centre is burst), or by the median (seed 001 §2.3: "burst time is the upper half of
-  the median");
+* the samples are split into *burst* and *idle* (``method``):
+
+  - ``peakband`` (default; issue 11 item 6): a series with one level (the k-means centres
+    less than ``MIN_GAP_FRACTION`` of capacity apart, as for ``kmeans``) is all burst (all
+    idle at zero); otherwise burst = above a threshold theta, for ``N_BAND`` thresholds spread
+    evenly over ``PEAK_BAND`` (0.2-0.4) of the resource's steady-state peak (below), and
+    ``r_burst_s`` / ``r_idle_s`` are the means over the thresholds of the mean run lengths at
+    each. The peak is continuous in the samples, and averaging over a band of thresholds
+    makes the labels move by at most 1/``N_BAND`` of the way when a level crosses one
+    threshold, so a run whose training level sits near a threshold no longer flips between
+    "burst" and "idle" with the sensor noise. (k-means on three levels -- start-up and
+    checkpoint at 0, training at 39-44 %, evaluation and autotuning above -- has two stable
+    splits, and two noise seeds of the same run picked different ones: the label noise floor
+    missed its target on emulator 2.2.) The band sits below the evaluation level of a job
+    (0.6-0.85 x training in the emulator) so that the steady state's levels are rarely in it;
+  - ``kmeans`` (seed 001 §3.1, paper-literal): k-means with k=2 (the higher centre is
+    burst; two centres less than ``MIN_GAP_FRACTION`` of capacity apart are one level);
+  - ``median`` (seed 001 §2.3: "burst time is the upper half of the median");
+
+  the same rule for measured and emulated traces (``gpuscope.predictor.analytic_labels``
+  mirrors ``peakband`` and ``kmeans`` in closed form);
 * ``r_burst_s`` / ``r_idle_s`` = mean length in seconds of the contiguous runs of burst / idle
   samples (run-length encoding in numpy; a sample lasts until the next one, the last one a
   median period);
@@ -39,7 +57,13 @@ from gpuscope.profiling.ledger import job_graph_key, trace_paths
 from gpuscope.profiling.trace import TraceMeta, read_trace
 from gpuscope.resources import PEAK_FRACTION, PEAK_QUANTILE, RESOURCES, TARGETS, capacity
 
-METHODS: tuple[str, ...] = ("kmeans", "median")
+METHODS: tuple[str, ...] = ("peakband", "kmeans", "median")
+#: The labeler's default burst/idle rule (module docstring; the paper-literal one is kmeans).
+DEFAULT_METHOD = "peakband"
+#: ``peakband``: burst thresholds as shares of the steady-state peak, ``N_BAND`` midpoints
+#: (0.2-0.4: the lowest of 0.2-0.4, 0.3-0.5, 0.4-0.6 tried on the titanx noise floor).
+PEAK_BAND: tuple[float, float] = (0.2, 0.4)
+N_BAND = 8
 IDENTITY_COLUMNS: tuple[str, ...] = (
     "run_id", "device", "provenance", "model", "dataset", "optimizer", "batch_size", "epochs",
     "steps_per_epoch", "precision", "graph_key", "split",
@@ -51,8 +75,17 @@ RANDOM_STATE = 0
 MIN_GAP_FRACTION = 0.05
 
 
+def band_fractions() -> np.ndarray:
+    """The ``peakband`` thresholds as shares of the peak (midpoints of ``N_BAND`` equal
+    parts of ``PEAK_BAND``); ``analytic_labels`` uses the same ones."""
+    lo, hi = PEAK_BAND
+    return lo + (hi - lo) * (np.arange(N_BAND) + 0.5) / N_BAND
+
+
 def burst_mask(x: np.ndarray, method: str = "kmeans", min_gap: float = 0.0) -> np.ndarray:
-    """True for burst samples of one resource's series ``x`` (no NaN).
+    """True for burst samples of one resource's series ``x`` (no NaN) by one of the
+    single-split rules (``kmeans``, ``median``; ``peakband`` averages over several
+    thresholds in :func:`resource_stats`, its masks are :func:`peakband_masks`).
 
     k-means: k=2 on the 1-D values, initialised at the min and max (deterministic; one init
     suffices in 1-D), burst = the cluster with the higher centre (:func:`kmeans_threshold`). A constant series has no
@@ -60,8 +93,9 @@ def burst_mask(x: np.ndarray, method: str = "kmeans", min_gap: float = 0.0) -> n
     are less than ``min_gap`` apart (issue 11: splitting sensor noise made burst/idle
     lengths of a flat series random; the labeler passes ``MIN_GAP_FRACTION`` of capacity).
     """
-    if method not in METHODS:
-        raise InputError(f"unknown labeling method {method!r}; expected {' or '.join(METHODS)}")
+    if method not in METHODS or method == "peakband":
+        raise InputError(f"unknown single-split labeling method {method!r}; expected kmeans "
+                         "or median")
     x = np.asarray(x, dtype=np.float64)
     if x.size == 0:
         return np.zeros(0, dtype=bool)
@@ -77,6 +111,29 @@ def burst_mask(x: np.ndarray, method: str = "kmeans", min_gap: float = 0.0) -> n
         # two "clusters" closer than the sensor noise: one level, no burst/idle split
         return np.full(x.shape, float(x.mean()) > 0.0)
     return mask
+
+
+def peakband_masks(x: np.ndarray, peak: float) -> np.ndarray:
+    """[``N_BAND`` x n] burst masks of series ``x``: ``x > f * peak`` for each band fraction
+    f (:func:`band_fractions`)."""
+    x = np.asarray(x, dtype=np.float64)
+    return x[None, :] > (band_fractions() * max(float(peak), 0.0))[:, None]
+
+
+def one_level(x: np.ndarray, min_gap: float) -> bool | None:
+    """``peakband``'s level test, the k-means one of :func:`burst_mask`: ``None`` when the
+    series has two levels (k-means centres at least ``min_gap`` apart), else whether its
+    one level is burst (above zero)."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        return False
+    lo, hi = float(x.min()), float(x.max())
+    if hi - lo <= 1e-12 * max(1.0, abs(hi)):
+        return hi > 0.0
+    mask = x > kmeans_threshold(x)
+    if float(x[mask].mean() - x[~mask].mean()) < min_gap:
+        return float(x.mean()) > 0.0
+    return None
 
 
 def kmeans_threshold(x: np.ndarray, max_iter: int = 300) -> float:
@@ -171,7 +228,7 @@ def robust_peak(x: np.ndarray, steady: np.ndarray | None = None) -> float:
 
 
 def resource_stats(
-    t: np.ndarray, x: np.ndarray, cap: float, period_s: float, method: str = "kmeans",
+    t: np.ndarray, x: np.ndarray, cap: float, period_s: float, method: str = DEFAULT_METHOD,
     steady: np.ndarray | None = None,
 ) -> dict[str, float]:
     """``burst_s``, ``idle_s``, ``peak`` of one resource's series (NaN samples dropped);
@@ -182,15 +239,22 @@ def resource_stats(
     keep = ~np.isnan(x)
     if not keep.any():
         return {"burst_s": math.nan, "idle_s": math.nan, "peak": math.nan}
+    if method not in METHODS:
+        raise InputError(f"unknown labeling method {method!r}; expected {' or '.join(METHODS)}")
     peak = robust_peak(x, steady)
     t, x = t[keep], x[keep]
-    mask = burst_mask(x, method, MIN_GAP_FRACTION * cap)
-    bursts, idles = run_lengths(mask, sample_durations(t, period_s))
-    return {
-        "burst_s": float(bursts.mean()) if bursts.size else 0.0,
-        "idle_s": float(idles.mean()) if idles.size else 0.0,
-        "peak": peak,
-    }
+    d = sample_durations(t, period_s)
+    if method == "peakband":
+        one = one_level(x, MIN_GAP_FRACTION * cap)
+        masks = peakband_masks(x, peak) if one is None else np.full((1, x.size), one)
+    else:
+        masks = burst_mask(x, method, MIN_GAP_FRACTION * cap)[None, :]
+    b, i = np.zeros(len(masks)), np.zeros(len(masks))
+    for k, mask in enumerate(masks):
+        bursts, idles = run_lengths(mask, d)
+        b[k] = float(bursts.mean()) if bursts.size else 0.0
+        i[k] = float(idles.mean()) if idles.size else 0.0
+    return {"burst_s": float(b.mean()), "idle_s": float(i.mean()), "peak": peak}
 
 
 def split_of(model: str) -> str:
@@ -210,7 +274,7 @@ def identity(meta: TraceMeta) -> dict[str, Any]:
     }
 
 
-def label_trace(df: pd.DataFrame, meta: TraceMeta, method: str = "kmeans") -> dict[str, Any]:
+def label_trace(df: pd.DataFrame, meta: TraceMeta, method: str = DEFAULT_METHOD) -> dict[str, Any]:
     """One labels row (design.md, Labels) for a trace and its metadata."""
     row: dict[str, Any] = identity(meta)
     row.update({k: math.nan for k in TARGETS})
@@ -243,7 +307,7 @@ def labels_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
-def label_runs(runs_dir: str | Path, method: str = "kmeans",
+def label_runs(runs_dir: str | Path, method: str = DEFAULT_METHOD,
                progress: bool = True) -> pd.DataFrame:
     """Label every run of ``runs_dir`` (those in its ledger; or its ``traces/*.parquet``).
     The runs must be of one device and provenance (issue 18; one line otherwise);

@@ -8,7 +8,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpuscope.profiling.labeling import burst_mask
+from gpuscope.profiling.labeling import (
+    DEFAULT_METHOD,
+    PEAK_BAND,
+    burst_mask,
+    robust_peak,
+    steady_state_mask,
+)
 from gpuscope.profiling.trace import TraceMeta
 from gpuscope.resources import PEAK_FRACTION, RESOURCES, UNITS, capacity
 
@@ -20,8 +26,10 @@ TITLES: dict[str, str] = {
 }
 
 
-def plot_trace(df: pd.DataFrame, meta: TraceMeta, out: str | Path, method: str = "kmeans") -> Path:
-    """Write a PNG with one panel per resource present in the trace."""
+def plot_trace(df: pd.DataFrame, meta: TraceMeta, out: str | Path,
+               method: str = DEFAULT_METHOD) -> Path:
+    """Write a PNG with one panel per resource present in the trace (``peakband``: samples
+    coloured by the middle threshold of the band, 0.3 x the steady-state peak)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -31,10 +39,12 @@ def plot_trace(df: pd.DataFrame, meta: TraceMeta, out: str | Path, method: str =
     n = max(1, len(present))
     fig, axes = plt.subplots(n, 1, figsize=(9, 2.3 * n + 0.8), sharex=True, squeeze=False)
     t = df["t_s"].to_numpy(dtype=float)
+    steady = steady_state_mask(df)
     for ax, r in zip(axes[:, 0], present):
         x = df[r].to_numpy(dtype=float)
         ok = ~np.isnan(x)
-        burst = burst_mask(x[ok], method)
+        burst = x[ok] > float(np.mean(PEAK_BAND)) * robust_peak(x, steady) if method == "peakband" \
+            else burst_mask(x[ok], method)
         ax.scatter(t[ok][~burst], x[ok][~burst], s=9, c="tab:blue", label="idle")
         ax.scatter(t[ok][burst], x[ok][burst], s=9, c="tab:orange", label="burst")
         ax.axhline(float(np.median(x[ok])), color="black", ls=":", lw=1.2, label="median")
