@@ -189,3 +189,17 @@ def test_peakband_continuous_in_level() -> None:
     steps = np.abs(np.diff(burst))
     assert max(burst) - min(burst) > 10 * PERIOD  # the level does cross the band
     assert steps.max() <= (max(burst) - min(burst)) / 8 + 1e-9
+
+
+def test_peakband_blends_one_and_two_levels_in_the_gap() -> None:
+    # levels 0 and L (cap 100, min gap 5): one level below L = 5 (all burst: one run of the
+    # 240 samples, 120 s; no idle), two levels above L = 10 (bursts of 40 samples, 20 s;
+    # idles of 20, 10 s), in between linear in the gap: at L = 7.5 half and half
+    def labels(level: float) -> tuple[float, float]:
+        row = label_trace(_trace(cpu_util=([0.0] * 20 + [level] * 40) * 4), _meta())
+        return row["cpu_util_burst_s"], row["cpu_util_idle_s"]
+
+    assert labels(4.0) == pytest.approx((120.0, 0.0))
+    assert labels(12.0) == pytest.approx((20.0, 10.0))
+    assert labels(7.5) == pytest.approx((70.0, 5.0))
+    assert labels(6.0) == pytest.approx((0.2 * 20.0 + 0.8 * 120.0, 0.2 * 10.0))

@@ -38,7 +38,7 @@ import numpy as np
 
 from gpuscope.devices import DeviceSpec
 from gpuscope.emulator.perf import EmulatedJob, Estimate
-from gpuscope.profiling.labeling import DEFAULT_METHOD, band_fractions
+from gpuscope.profiling.labeling import DEFAULT_METHOD, band_fractions, gap_weight
 from gpuscope.resources import PEAK_FRACTION, PEAK_QUANTILE, RESOURCES, TARGETS
 
 #: Sensor noise s.d. of each resource in ``synth_trace`` (utilisations only where > 0).
@@ -332,7 +332,7 @@ def analytic_labels(est: Estimate, job: EmulatedJob, device: DeviceSpec, period_
         v, w = v[keep], w[keep]
         # burst/idle split (labeling.burst_mask with the labeler's minimum gap)
         lo, hi = float(v.min()), float(v.max())
-        split, allburst, thr, mid = False, hi > 0.0, 0.0, 0.0
+        split, allburst, thr, mid, wt = False, hi > 0.0, 0.0, 0.0, 0.0
         if hi - lo > 1e-12 * max(1.0, abs(hi)):
             # Lloyd's steps on the noise-free levels: on the noisy distribution (Gauss-Hermite
             # nodes, or a fine grid) they flip more of the bistable splits (three levels
@@ -349,7 +349,11 @@ def analytic_labels(est: Estimate, job: EmulatedJob, device: DeviceSpec, period_
                 hm = v > thr
             lm = ~hm
             gap = np.sum(vn[hm] * wn[hm]) / wn[hm].sum() - np.sum(vn[lm] * wn[lm]) / wn[lm].sum()
-            if gap < MIN_GAP_FRACTION * cap:
+            if method == "peakband":  # blended in the gap (labeling.two_level_weight)
+                wt = gap_weight(float(gap), MIN_GAP_FRACTION * cap)
+                allburst = float(np.dot(v, w) / w.sum()) > 0.0
+                split = wt > 0.0
+            elif gap < MIN_GAP_FRACTION * cap:
                 allburst = float(np.dot(v, w) / w.sum()) > 0.0
             else:
                 split = True
@@ -361,20 +365,31 @@ def analytic_labels(est: Estimate, job: EmulatedJob, device: DeviceSpec, period_
                             + [np.array([lam * stall_s * epochs])])
         peak = mixture_quantile(pv, pw, PEAK_QUANTILE, sd, cap, noise_at_zero=nz)
         out[f"{r}_peak"] = peak
-        # peakband (two levels): the mean over the band's thresholds f x peak, as the labeler
-        cuts = [(f * max(peak, 0.0),) * 2 for f in band_fractions()] \
-            if split and method == "peakband" else [(thr, mid)]
-        bs, is_ = [], []
-        for th, md in cuts:
-            def bp(x: np.ndarray, sd: float = sd, nz: bool = nz, thr: float = th,
-                   mid: float = md, split: bool = split, allburst: bool = allburst
-                   ) -> np.ndarray:
-                return _burst_prob(x, thr, mid, split, allburst, sd, nz)
+        # peakband: the mean over the band's cuts f x peak (weight wt) and the one-level
+        # labels (1 - wt), as the labeler; kmeans: one cut at the k-means threshold
+        parts: list[tuple[float, list[tuple[float, float, bool]]]] = []
+        if method == "peakband" and split:
+            parts.append((wt, [(f * max(peak, 0.0), f * max(peak, 0.0), True)
+                               for f in band_fractions()]))
+            if wt < 1.0:
+                parts.append((1.0 - wt, [(0.0, 0.0, False)]))
+        else:
+            parts.append((1.0, [(thr, mid, split)]))
+        bo, io = 0.0, 0.0
+        for wk, cuts in parts:
+            bs, is_ = [], []
+            for th, md, sp in cuts:
+                def bp(x: np.ndarray, sd: float = sd, nz: bool = nz, thr: float = th,
+                       mid: float = md, split: bool = sp, allburst: bool = allburst
+                       ) -> np.ndarray:
+                    return _burst_prob(x, thr, mid, split, allburst, sd, nz)
 
-            b, i = _run_lengths(bp(st[r]), epoch[r], [bp(s.v) for s in epoch[r]], md, split,
-                                epochs, period_s, float(bp(np.array([stall[r]]))[0]), lam,
-                                stall_s)
-            bs.append(b)
-            is_.append(i)
-        out[f"{r}_burst_s"], out[f"{r}_idle_s"] = float(np.mean(bs)), float(np.mean(is_))
+                b, i = _run_lengths(bp(st[r]), epoch[r], [bp(s.v) for s in epoch[r]], md, sp,
+                                    epochs, period_s, float(bp(np.array([stall[r]]))[0]), lam,
+                                    stall_s)
+                bs.append(b)
+                is_.append(i)
+            bo += wk * float(np.mean(bs))
+            io += wk * float(np.mean(is_))
+        out[f"{r}_burst_s"], out[f"{r}_idle_s"] = bo, io
     return out

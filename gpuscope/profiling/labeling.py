@@ -6,7 +6,9 @@ Per resource r present in the trace:
 
   - ``peakband`` (default; issue 11 item 6): a series with one level (the k-means centres
     less than ``MIN_GAP_FRACTION`` of capacity apart, as for ``kmeans``) is all burst (all
-    idle at zero); otherwise burst = above a threshold theta, for ``N_BAND`` thresholds spread
+    idle at zero), one with two (centres more than twice that apart) is cut at a band of
+    thresholds, and between the two the labels are blended linearly in the gap
+    (:func:`two_level_weight`). The cuts: burst = above a threshold theta, for ``N_BAND`` thresholds spread
     evenly over ``PEAK_BAND`` (0.2-0.4) of the resource's steady-state peak (below), and
     ``r_burst_s`` / ``r_idle_s`` are the means over the thresholds of the mean run lengths at
     each. The peak is continuous in the samples, and averaging over a band of thresholds
@@ -120,20 +122,27 @@ def peakband_masks(x: np.ndarray, peak: float) -> np.ndarray:
     return x[None, :] > (band_fractions() * max(float(peak), 0.0))[:, None]
 
 
-def one_level(x: np.ndarray, min_gap: float) -> bool | None:
-    """``peakband``'s level test, the k-means one of :func:`burst_mask`: ``None`` when the
-    series has two levels (k-means centres at least ``min_gap`` apart), else whether its
-    one level is burst (above zero)."""
+def two_level_weight(x: np.ndarray, min_gap: float) -> float:
+    """``peakband``'s level test: the weight of the two-level (band) labels against the
+    one-level ones (all burst, or all idle at zero), continuous in the k-means gap g (the
+    distance between the two centres, :func:`kmeans_threshold`): 0 for g <= ``min_gap``, 1
+    for g >= 2 ``min_gap``, linear in between (``kmeans``'s hard cut at ``min_gap`` flipped
+    the labels of series whose gap is near it between two noise seeds)."""
     x = np.asarray(x, dtype=np.float64)
     if x.size == 0:
-        return False
+        return 0.0
     lo, hi = float(x.min()), float(x.max())
     if hi - lo <= 1e-12 * max(1.0, abs(hi)):
-        return hi > 0.0
+        return 0.0
     mask = x > kmeans_threshold(x)
-    if float(x[mask].mean() - x[~mask].mean()) < min_gap:
-        return float(x.mean()) > 0.0
-    return None
+    return gap_weight(float(x[mask].mean() - x[~mask].mean()), min_gap)
+
+
+def gap_weight(gap: float, min_gap: float) -> float:
+    """0 below ``min_gap``, 1 above twice it, linear in between (:func:`two_level_weight`)."""
+    if min_gap <= 0:
+        return 1.0
+    return float(np.clip(gap / min_gap - 1.0, 0.0, 1.0))
 
 
 def kmeans_threshold(x: np.ndarray, max_iter: int = 300) -> float:
@@ -244,17 +253,25 @@ def resource_stats(
     peak = robust_peak(x, steady)
     t, x = t[keep], x[keep]
     d = sample_durations(t, period_s)
-    if method == "peakband":
-        one = one_level(x, MIN_GAP_FRACTION * cap)
-        masks = peakband_masks(x, peak) if one is None else np.full((1, x.size), one)
-    else:
-        masks = burst_mask(x, method, MIN_GAP_FRACTION * cap)[None, :]
+    if method != "peakband":
+        return {**_mean_runs(burst_mask(x, method, MIN_GAP_FRACTION * cap)[None, :], d),
+                "peak": peak}
+    w = two_level_weight(x, MIN_GAP_FRACTION * cap)
+    two = _mean_runs(peakband_masks(x, peak), d) if w > 0 else {"burst_s": 0.0, "idle_s": 0.0}
+    one = _mean_runs(np.full((1, x.size), float(x.mean()) > 0.0), d) if w < 1 \
+        else {"burst_s": 0.0, "idle_s": 0.0}
+    return {k: w * two[k] + (1.0 - w) * one[k] for k in ("burst_s", "idle_s")} | {"peak": peak}
+
+
+def _mean_runs(masks: np.ndarray, d: np.ndarray) -> dict[str, float]:
+    """Mean over the rows of ``masks`` of the mean burst and idle run lengths (0 without
+    runs of a class); ``d``: the samples' durations."""
     b, i = np.zeros(len(masks)), np.zeros(len(masks))
     for k, mask in enumerate(masks):
         bursts, idles = run_lengths(mask, d)
         b[k] = float(bursts.mean()) if bursts.size else 0.0
         i[k] = float(idles.mean()) if idles.size else 0.0
-    return {"burst_s": float(b.mean()), "idle_s": float(i.mean()), "peak": peak}
+    return {"burst_s": float(b.mean()), "idle_s": float(i.mean())}
 
 
 def split_of(model: str) -> str:
