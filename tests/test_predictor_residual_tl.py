@@ -48,13 +48,19 @@ def test_predictions_are_clipped_to_the_training_corrections() -> None:
     assert pred.max() <= max(0.0, c.max()) + 1e-12 and pred.min() >= min(0.0, c.min()) - 1e-12
 
 
+def _toy_correctors() -> dict:
+    """The candidates that read any feature matrix (``breakdown`` needs STEP_FEATURES rows:
+    ``tests/test_predictor_breakdown_tl.py``)."""
+    return {k: f for k, f in R.correctors(None, 0).items() if k != "breakdown"}
+
+
 def test_auto_falls_back_to_the_emulator_without_evidence() -> None:
     X, c, g = _rows(6, 10, signal=False)
-    fitted = {k: f().fit(X, c, g) for k, f in R.correctors(None, 0).items()}
+    fitted = {k: f().fit(X, c, g) for k, f in _toy_correctors().items()}
     a = R.Auto(fitted).fit(X, c, g)
     assert a.pick == "emulator" and np.allclose(a.predict(X), 0.0)
     X, c, g = _rows(6, 10, signal=True)
-    fitted = {k: f().fit(X, c, g) for k, f in R.correctors(None, 0).items()}
+    fitted = {k: f().fit(X, c, g) for k, f in _toy_correctors().items()}
     assert R.Auto(fitted).fit(X, c, g).pick != "emulator"
 
 
@@ -70,7 +76,7 @@ def test_curve_holds_each_group_out() -> None:
                          "step_s": frame["an_iter_s"].to_numpy() * np.exp(c)})
     long = R.curve(R.MeasuredSet("toy", rows, frame), None, fractions=(1.0,), seeds=(0,))
     assert set(long["held_out"]) == {"a", "b", "c", "d"}
-    assert set(long["method"]) == {"emulator", "ridge", "gbt", "auto", "scratch"}
+    assert set(long["method"]) == {"emulator", "ridge", "gbt", "breakdown", "auto", "scratch"}
     assert (long.loc[long["method"] != "emulator", "train_rows"] <= 18).all()
     emu = long[long["method"] == "emulator"]["mape_pct"].mean()
     assert long[(long["method"] == "ridge") & (long["fraction"] == 1.0)]["mape_pct"].mean() < emu
