@@ -112,3 +112,14 @@ def test_best_constant_and_oracle_floor() -> None:
     assert row["oracle_const"] == pytest.approx(0.0) and row["emulator"] > 30
     assert (fl["oracle_const_per_device"] <= fl["oracle_const"] + 1e-9).all()
     assert fl.set_index("group").loc["b", "oracle_const_per_device"] == pytest.approx(0.0)
+
+
+def test_inputs_are_clipped_to_their_training_range() -> None:
+    X, g = _rows(6, 8)
+    c = 0.05 * (X[:, IDX["g_log2_batch"]] - 6.0)
+    m = BreakdownRidge(lambdas=(1e-3,), one_se=False).fit(X, c, g)
+    edge, far = X[:2].copy(), X[:2].copy()
+    edge[:, IDX["g_log2_batch"]] = X[:, IDX["g_log2_batch"]].max()
+    far[:, IDX["g_log2_batch"]] = X[:, IDX["g_log2_batch"]].max() + 5
+    assert np.allclose(m.predict(far), m.predict(edge))
+    assert m.predict(edge).mean() > 0.05  # the learnt slope is used up to the edge

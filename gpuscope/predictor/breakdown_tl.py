@@ -12,8 +12,10 @@ six models has a chance to carry to a seventh (the graph totals and op histogram
 chosen by leave-one-group-out CV on the **training groups only**, λ = ∞ (the emulator alone)
 included, with a paired one-standard-error rule: the most shrunk λ whose per-group MAPE is not
 worse than the CV-best λ's by more than one SE of the per-group differences (Breiman et al.,
-CART §3.4.3, applied to paired differences). Predictions are clipped to the training
-corrections' range (and 0).
+CART §3.4.3, applied to paired differences). Nothing extrapolates: every input is clipped to
+its training range before the ridge reads it (Gavel's Recommendation runs batches of 512–8,192,
+the other models ≤ 256: a batch coefficient learnt on those would otherwise be applied 5
+doublings out), and the prediction to the training corrections' range (and 0).
 
 ``oracle_floor`` is a diagnostic, not a method: the MAPE a held-out group would get if its
 *own* best constant correction (per group, or per group and device) were known — it looks at
@@ -63,13 +65,14 @@ def breakdown_features(X: np.ndarray | pd.DataFrame) -> np.ndarray:
     return np.column_stack([*share, *derived, *rest])
 
 
-class BreakdownRidge(BaseEstimator, RegressorMixin):  # type: ignore[misc]
+class BreakdownRidge(BaseEstimator, RegressorMixin):
     """Shrunk ridge of the log correction on ``BREAKDOWN_FEATURES`` (module docstring).
 
     ``fit(X, y, groups)``: X rows of ``physics.STEP_FEATURES``, y the log corrections, groups
     the held-out unit (model); without groups every row is its own group. With fewer than two
     groups (or no rows) it is the emulator (λ = ∞, ĉ = 0). Learnt: ``lambda_``, ``theta_``
-    (standardised coefficients, intercept last), ``mean_``, ``scale_``, ``lo_``, ``hi_``,
+    (standardised coefficients, intercept last), ``mean_``, ``scale_``, ``zmin_``, ``zmax_``
+    (the inputs' training range), ``lo_``, ``hi_``,
     ``oof_`` (leave-group-out predictions of the chosen λ), ``cv_mape_`` (λ → mean per-group
     MAPE). Deterministic (closed form, no randomness)."""
 
@@ -78,7 +81,17 @@ class BreakdownRidge(BaseEstimator, RegressorMixin):  # type: ignore[misc]
         self.one_se = one_se
 
     def _design(self, Z: np.ndarray) -> np.ndarray:
+        Z = np.clip(Z, self.zmin_, self.zmax_)
         return np.hstack([(Z - self.mean_) / self.scale_, np.ones((len(Z), 1))])
+
+    @staticmethod
+    def _fold_design(Z: np.ndarray, tr: np.ndarray) -> np.ndarray:
+        """The design of every row as a fit on rows ``tr`` alone would build it (their scaling,
+        inputs clipped to their range): the CV sees what ``predict`` will do."""
+        sd = Z[tr].std(axis=0)
+        Zc = np.clip(Z, Z[tr].min(axis=0), Z[tr].max(axis=0))
+        return np.hstack([(Zc - Z[tr].mean(axis=0)) / np.where(sd > 1e-9, sd, 1.0),
+                          np.ones((len(Z), 1))])
 
     def fit(self, X: np.ndarray | pd.DataFrame, y: np.ndarray,
             groups: np.ndarray | None = None) -> BreakdownRidge:
@@ -91,20 +104,23 @@ class BreakdownRidge(BaseEstimator, RegressorMixin):  # type: ignore[misc]
         self.mean_ = Z.mean(axis=0) if len(Z) else np.zeros(Z.shape[1])
         sd = Z.std(axis=0) if len(Z) else np.ones(Z.shape[1])
         self.scale_ = np.where(sd > 1e-9, sd, 1.0)
+        self.zmin_ = Z.min(axis=0) if len(Z) else self.mean_
+        self.zmax_ = Z.max(axis=0) if len(Z) else self.mean_
         self.lo_ = min(0.0, float(c.min())) if len(c) else 0.0
         self.hi_ = max(0.0, float(c.max())) if len(c) else 0.0
         self.lambda_, self.cv_mape_ = math.inf, {}
         self.oof_ = np.zeros(len(c))
         A = self._design(Z)
         folds = logo_folds(g) if np.unique(g).size >= 2 else []
+        fold_A = [self._fold_design(Z, tr) for tr, _ in folds]
         if folds:
             per: dict[float, np.ndarray] = {}
             oofs: dict[float, np.ndarray] = {}
             for lam in sorted({float(v) for v in self.lambdas} | {math.inf}, reverse=True):
                 oof = np.empty(len(c))
-                for tr, te in folds:
-                    th = ridge_theta(A[tr], c[tr], lam, np.zeros(p))
-                    oof[te] = np.clip(A[te] @ th, min(0.0, c[tr].min()), max(0.0, c[tr].max()))
+                for (tr, te), Af in zip(folds, fold_A, strict=True):
+                    th = ridge_theta(Af[tr], c[tr], lam, np.zeros(p))
+                    oof[te] = np.clip(Af[te] @ th, min(0.0, c[tr].min()), max(0.0, c[tr].max()))
                 oofs[lam], per[lam] = oof, group_mape(oof, c, g)
                 self.cv_mape_[lam] = float(per[lam].mean())
             best = min(per, key=lambda k: (self.cv_mape_[k], -k))  # a tie: more shrinkage

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -211,7 +211,7 @@ class Auto(Corrector):
     """Of fitted candidates, the one with the lowest LOGO MAPE if it beats the emulator by
     more than one standard error of the per-group differences; else the emulator."""
 
-    def __init__(self, fitted: dict[str, Fitted]) -> None:
+    def __init__(self, fitted: Mapping[str, Fitted]) -> None:
         self.fitted = fitted
 
     def _fit(self, X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> None:
