@@ -20,7 +20,8 @@ Physics-informed v2 (issue 13; the bundled ``<device>.pt`` and ``multi.pt``):
   ``domain_reason``, ``oom``; ``load_predictor`` opens either format;
 * ``run_ablation`` / ``family_split`` (leave-family-out, seeds, 95 % intervals);
 * ``build_corpus`` / ``architectures``; ``measured_curve`` (shrunk corrections of the emulator
-  on measured step times, Gavel and real H100: ``residual_tl``).
+  on measured step times, Gavel and real H100: ``residual_tl``; the correctors in
+  ``correctors`` and ``breakdown_tl``).
 """
 
 from __future__ import annotations
