@@ -20,8 +20,10 @@ from gpuscope.paths import bundled
 from gpuscope.profiling import TraceMeta, label_trace
 
 BUNDLES = sorted(p for p in bundled("emulated").iterdir() if (p / "manifest.json").exists())
+# vgg11: a graph with dropout (gpuscope.graphs.dropout), which lenet and gan lack
 SMALL = [JobSpec("lenet", "cifar10", "sgd", 8, 10, steps_per_epoch=100),
-         JobSpec("gan", "mnist", "adam", 16, 10, steps_per_epoch=100)]
+         JobSpec("gan", "mnist", "adam", 16, 10, steps_per_epoch=100),
+         JobSpec("vgg11", "cifar10", "sgd", 8, 10, steps_per_epoch=100)]
 REGEN = "python benchmarks/emulator_bundle.py"
 
 
