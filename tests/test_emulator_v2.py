@@ -57,16 +57,21 @@ def _layer_and_batch(device: str, p: float = 0.0) -> tuple[nn.Module, torch.Tens
     return m, x, y
 
 
-@pytest.mark.parametrize("p", [0.0])
+@pytest.mark.parametrize("p", [0.0, 0.1])
 def test_transformer_layer_saved_bytes_match_autograd(p: float) -> None:
     # Reference: what autograd packs on CPU (saved_tensors_hooks), storages counted once,
-    # parameters and the batch excluded. The attention is PyTorch's own CPU fused (flash)
-    # kernel, which keeps q, k, v, out, logsumexp as the GPU kernels do.
+    # parameters and the batch excluded. Without dropout the attention is PyTorch's own CPU
+    # fused (flash) kernel, which keeps q, k, v, out, logsumexp as the GPU kernels do; with
+    # dropout (no CPU fused kernel takes it) gpuscope's fused op, and dropout as CUDA runs it
+    # (native_dropout, bool masks: gpuscope.graphs.dropout).
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    from gpuscope.graphs.attention import fused_attention
+    from gpuscope.graphs.dropout import gpu_dropout
+
     m, x, y = _layer_and_batch("cpu", p)
-    with saved_storage_bytes([*m.parameters(), x, y]) as seen, \
-            sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+    ctx = sdpa_kernel(SDPBackend.FLASH_ATTENTION) if p == 0 else fused_attention()
+    with saved_storage_bytes([*m.parameters(), x, y]) as seen, ctx, gpu_dropout():
         nn.functional.cross_entropy(m["head"](m["enc"](x).mean(1)), y)
     ref = sum(seen.values())
     mm, xm, ym = _layer_and_batch("meta", p)
@@ -81,7 +86,8 @@ def test_transformer_layer_saved_bytes_match_autograd(p: float) -> None:
 
     g = trace_train_step(step, (xm, ym), mm, [opt])
     # exact since the unsized outputs are counted (memory.UNSIZED_OUTPUTS: the layer norms'
-    # mean/rstd instead of their outputs, the attention's logsumexp and RNG state); +7 % before
+    # mean/rstd instead of their outputs, the attention's logsumexp and RNG state, the bool
+    # dropout masks); +7 % without dropout before
     assert saved_bytes(g) == pytest.approx(ref, rel=1e-4)
 
 

@@ -23,6 +23,9 @@ ResNet-50 step traces in about a second) under a ``TorchDispatchMode`` that sees
   not the ``S x S`` probabilities of the math path (``gpuscope.graphs.attention``); a model
   whose real code computed attention explicitly (``math_attention = True``: Gavel's 2018
   Transformer) keeps the math path's ops;
+* ``F.dropout`` in training is traced as CUDA runs it, one ``native_dropout`` node with a
+  bool mask (one byte per element) and one ``native_dropout_backward``, not the CPU/meta
+  path's input-dtype noise tensor (``gpuscope.graphs.dropout``);
 * a foreach op over N tensors (``_foreach_mul_``) is ONE node whose ``numel`` and ``shape`` are
   the total over its tensor list (``shape == (total numel,)``), its FLOPs likewise.
 
@@ -273,13 +276,14 @@ def trace_train_step(train_step: Callable[[Any], Any], batch: Any, modules: Any,
             2018 Transformer), keeps its math path.
     """
     from gpuscope.graphs.attention import fused_attention
+    from gpuscope.graphs.dropout import gpu_dropout
     from gpuscope.graphs.recurrent import fused_recurrent_layers
 
     optimizers = list(optimizers)
     fused_sdpa = fused_sdpa and not any(getattr(m, "math_attention", False)
                                         for m in modules.modules())
     with _ForeachDefault(optimizers), fused_recurrent_layers(modules), \
-            fused_attention(fused_sdpa):
+            fused_attention(fused_sdpa), gpu_dropout():
         if warmup:
             train_step(batch)
         rec = _Recorder(_name_tensors(modules, optimizers, batch))
