@@ -18,6 +18,7 @@ from gpuscope.graphs.export import export_graph
 from gpuscope.jobs import JobSpec
 from gpuscope.paths import bundled
 from gpuscope.profiling import TraceMeta, label_trace
+from gpuscope.profiling.labeling import DEFAULT_METHOD
 
 BUNDLES = sorted(p for p in bundled("emulated").iterdir() if (p / "manifest.json").exists())
 # vgg11: a graph with dropout (gpuscope.graphs.dropout), which lenet and gan lack
@@ -42,6 +43,8 @@ def test_bundle_matches_code(ds: Path, graphs: dict) -> None:
     assert not problems, f"{ds} is stale ({'; '.join(problems)}): run {REGEN}"
     m = json.loads((ds / "manifest.json").read_text())
     assert m["emulator_version"] == EMULATOR_VERSION and len(m["graph_fingerprints"]) == m["graphs"]
+    # the labels follow the labeler's default rule (a rule change alone leaves graphs as they were)
+    assert m["labeling"]["method"] == DEFAULT_METHOD, f"{ds} labelled with {m['labeling']['method']}: run {REGEN}"
     labels = pd.read_parquet(ds / "labels.parquet").set_index("run_id")
     dev = get_device(str(labels.device.iloc[0]))
     p = default_params()
@@ -56,3 +59,4 @@ def test_bundle_matches_code(ds: Path, graphs: dict) -> None:
                          exec_time_s=exec_s, provenance="emulated", mem_total_mb=dev.mem_mb)
         again = label_trace(df, meta)
         assert again["gpu_util_peak"] == pytest.approx(row.gpu_util_peak, abs=0.01)
+        assert again["gpu_util_burst_s"] == pytest.approx(row.gpu_util_burst_s, rel=1e-6, abs=1e-6)
