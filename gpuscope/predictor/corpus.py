@@ -162,18 +162,34 @@ def architectures(per_arch: int = 1, per_family: int = 32, seed: int = 0,
     return out
 
 
-def build_key() -> str:
-    """What a corpus row depends on besides its jobs: the emulator version, the bytes of the
-    emulator's sources and the graph cache's code digest (tracer, workloads, library
-    versions) — so a changed cost model or tracer never resumes from stale parts even when
-    ``EMULATOR_VERSION`` was not bumped."""
+def key_sources() -> list[Path]:
+    """The files a corpus row depends on besides its job and the graph (whose code digest is
+    hashed separately): the emulator's sources and calibration (``emulator/*.py``,
+    ``calibration.json``), the device catalog, and the predictor code that turns an estimate
+    into the row's features and analytic labels (with the labeler constants they mirror)."""
+    from gpuscope.devices import DEFAULT_CATALOG
+
+    pkg = Path(__file__).resolve().parents[1]
+    emu = pkg / "emulator"
+    return (sorted(emu.rglob("*.py")) + sorted(emu.rglob("*.json")) + [DEFAULT_CATALOG]
+            + [pkg / "predictor" / f for f in ("corpus.py", "physics.py", "analytic_labels.py",
+                                                "labelspace.py")]
+            + [pkg / "profiling" / "labeling.py", pkg / "resources.py"])
+
+
+def build_key(sources: Sequence[Path] | None = None) -> str:
+    """What a corpus row depends on besides its jobs: the emulator version, the graph cache's
+    code digest (tracer, workloads, library versions) and the bytes of ``key_sources()`` —
+    so a changed cost model, calibration, catalog, feature or tracer never resumes from stale
+    parts even when ``EMULATOR_VERSION`` was not bumped."""
     from gpuscope.graphs.storage import code_digest
     from gpuscope.predictor.physpredict import emulator_version
 
     h = hashlib.sha1(f"{emulator_version()} {code_digest()}".encode())
-    root = Path(__file__).resolve().parents[1] / "emulator"
-    for f in sorted(root.rglob("*.py")):
-        h.update(f.relative_to(root).as_posix().encode() + f.read_bytes())
+    root = Path(__file__).resolve().parents[2]
+    for f in (key_sources() if sources is None else sources):
+        name = f.resolve().relative_to(root).as_posix() if f.resolve().is_relative_to(root) else f.name
+        h.update(name.encode() + f.read_bytes())
     return f"{emulator_version()}+{h.hexdigest()[:10]}"
 
 
@@ -236,8 +252,8 @@ def build_corpus(out: str | Path, devices: Sequence[str], archs: Sequence[Arch],
         tmp.replace(p)
         done += 1
         bar.set_postfix(done=done, failed=len(failed))
-    want = {_part_name(a, key) for a in archs}
-    files = sorted(f for f in parts.glob("*.parquet") if f.name in want)
+    # rows in the architectures' order: the same corpus whatever the part names' hashes
+    files = [f for f in dict.fromkeys(parts / _part_name(a, key) for a in archs) if f.is_file()]
     if not files:
         raise InputError(f"corpus {out}: no architecture could be built")
     corpus = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
