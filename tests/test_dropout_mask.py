@@ -12,6 +12,7 @@ import torch
 from autograd_peak import PeakLiveBytes
 from autograd_saved import saved_storage_bytes
 from torch import nn
+from train_step import classification_step
 
 from gpuscope.emulator.liveness import peak_live_bytes
 from gpuscope.emulator.memory import param_bytes, saved_bytes
@@ -45,15 +46,7 @@ def _mlp(dev: str) -> tuple[nn.Module, torch.optim.Optimizer, Any, Any]:
     m = nn.Sequential(nn.Linear(D_IN, D_H), nn.ReLU(), nn.Dropout(0.1), nn.Linear(D_H, C)).to(dev)
     opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, foreach=True)
     batch = (torch.randn(B, D_IN, device=dev), torch.randint(0, C, (B,), device=dev))
-
-    def step(b: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        opt.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(m(b[0]), b[1])
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
-    return m, opt, batch, step
+    return m, opt, batch, classification_step(m, opt)
 
 
 def test_trace_keeps_a_bool_mask_for_backward() -> None:

@@ -11,6 +11,7 @@ import pytest
 import torch
 from autograd_peak import PeakLiveBytes
 from torch import nn
+from train_step import classification_step
 
 from gpuscope.devices import get_device
 from gpuscope.emulator import default_params, estimate
@@ -56,15 +57,7 @@ def _cnn(dev: str) -> tuple[nn.Module, torch.optim.Optimizer, Any, Callable[[Any
                       nn.Linear(32, 10)).to(dev)
     opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, foreach=True)
     batch = (torch.randn(8, 3, 32, 32, device=dev), torch.randint(0, 10, (8,), device=dev))
-
-    def step(b: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        opt.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(m(b[0]), b[1])
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
-    return m, opt, batch, step
+    return m, opt, batch, classification_step(m, opt)
 
 
 @pytest.mark.parametrize(("build", "old_below"), [(_lm, 0.5), (_cnn, 0.75)])

@@ -45,6 +45,7 @@ import torch
 from torch.nn import functional as F
 
 from gpuscope.graphs.aten_ops import ATTENTION_BLOCK, ATTENTION_NAMES, causal_fraction, sdpa_flops
+from gpuscope.graphs.patching import swap_functional
 
 _SDPA = F.scaled_dot_product_attention
 __all__ = ["ATTENTION_BLOCK", "ATTENTION_NAMES", "causal_fraction", "fused_attention",
@@ -228,11 +229,5 @@ def fused_attention(enabled: bool = True) -> Iterator[None]:
     ``F.scaled_dot_product_attention(...)``, ``torch.nn.functional.scaled_dot_product_attention``
     (Hugging Face's ``sdpa`` attention) and ``F.multi_head_attention_forward`` (``nn.MultiheadAttention``
     without weights, ``nn.TransformerEncoderLayer``)."""
-    if not enabled or F.scaled_dot_product_attention is not _SDPA:
+    with swap_functional("scaled_dot_product_attention", _SDPA, fused_sdpa, enabled):
         yield
-        return
-    setattr(F, "scaled_dot_product_attention", fused_sdpa)  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(F, "scaled_dot_product_attention", _SDPA)  # noqa: B010

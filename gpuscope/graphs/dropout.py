@@ -28,6 +28,8 @@ from collections.abc import Iterator
 import torch
 from torch.nn import functional as F
 
+from gpuscope.graphs.patching import swap_functional
+
 _DROPOUT = F.dropout
 
 
@@ -45,11 +47,5 @@ def fused_dropout(input: torch.Tensor, p: float = 0.5, training: bool = True,
 def gpu_dropout(enabled: bool = True) -> Iterator[None]:
     """Within the block ``F.dropout`` (and so ``nn.Dropout``, ``F.multi_head_attention_forward``,
     Hugging Face's ``nn.functional.dropout``) is ``fused_dropout`` (module docstring)."""
-    if not enabled or F.dropout is not _DROPOUT:
+    with swap_functional("dropout", _DROPOUT, fused_dropout, enabled):
         yield
-        return
-    setattr(F, "dropout", fused_dropout)  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(F, "dropout", _DROPOUT)  # noqa: B010
