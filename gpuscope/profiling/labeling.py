@@ -101,18 +101,27 @@ def burst_mask(x: np.ndarray, method: str = "kmeans", min_gap: float = 0.0) -> n
     x = np.asarray(x, dtype=np.float64)
     if x.size == 0:
         return np.zeros(0, dtype=bool)
-    lo, hi = float(x.min()), float(x.max())
-    if hi - lo <= 1e-12 * max(1.0, abs(hi)):
-        return np.full(x.shape, hi > 0.0)
+    if _is_constant(x):
+        return np.full(x.shape, float(x.max()) > 0.0)
     if method == "median":
         return x > np.median(x)
-    thr = kmeans_threshold(x)
-    mask = x > thr
-    if min_gap > 0 and mask.any() and (~mask).any() \
-            and float(x[mask].mean() - x[~mask].mean()) < min_gap:
+    mask, gap = _kmeans_split(x)
+    if min_gap > 0 and gap < min_gap:
         # two "clusters" closer than the sensor noise: one level, no burst/idle split
         return np.full(x.shape, float(x.mean()) > 0.0)
     return mask
+
+
+def _is_constant(x: np.ndarray) -> bool:
+    lo, hi = float(x.min()), float(x.max())
+    return hi - lo <= 1e-12 * max(1.0, abs(hi))
+
+
+def _kmeans_split(x: np.ndarray) -> tuple[np.ndarray, float]:
+    """Burst mask of the 2-means split of a non-constant series and the distance between its
+    two centres (both clusters are non-empty: :func:`kmeans_threshold`)."""
+    mask = x > kmeans_threshold(x)
+    return mask, float(x[mask].mean() - x[~mask].mean())
 
 
 def peakband_masks(x: np.ndarray, peak: float) -> np.ndarray:
@@ -129,13 +138,9 @@ def two_level_weight(x: np.ndarray, min_gap: float) -> float:
     for g >= 2 ``min_gap``, linear in between (``kmeans``'s hard cut at ``min_gap`` flipped
     the labels of series whose gap is near it between two noise seeds)."""
     x = np.asarray(x, dtype=np.float64)
-    if x.size == 0:
+    if x.size == 0 or _is_constant(x):
         return 0.0
-    lo, hi = float(x.min()), float(x.max())
-    if hi - lo <= 1e-12 * max(1.0, abs(hi)):
-        return 0.0
-    mask = x > kmeans_threshold(x)
-    return gap_weight(float(x[mask].mean() - x[~mask].mean()), min_gap)
+    return gap_weight(_kmeans_split(x)[1], min_gap)
 
 
 def gap_weight(gap: float, min_gap: float) -> float:
