@@ -80,18 +80,20 @@ class BreakdownRidge(BaseEstimator, RegressorMixin):
         self.lambdas = lambdas
         self.one_se = one_se
 
-    def _design(self, Z: np.ndarray) -> np.ndarray:
-        Z = np.clip(Z, self.zmin_, self.zmax_)
-        return np.hstack([(Z - self.mean_) / self.scale_, np.ones((len(Z), 1))])
+    @staticmethod
+    def _scaling(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(mean, scale, min, max) of the training inputs ``Z`` (non-empty)."""
+        sd = Z.std(axis=0)
+        return Z.mean(axis=0), np.where(sd > 1e-9, sd, 1.0), Z.min(axis=0), Z.max(axis=0)
 
     @staticmethod
-    def _fold_design(Z: np.ndarray, tr: np.ndarray) -> np.ndarray:
-        """The design of every row as a fit on rows ``tr`` alone would build it (their scaling,
-        inputs clipped to their range): the CV sees what ``predict`` will do."""
-        sd = Z[tr].std(axis=0)
-        Zc = np.clip(Z, Z[tr].min(axis=0), Z[tr].max(axis=0))
-        return np.hstack([(Zc - Z[tr].mean(axis=0)) / np.where(sd > 1e-9, sd, 1.0),
-                          np.ones((len(Z), 1))])
+    def _apply(Z: np.ndarray, mean: np.ndarray, scale: np.ndarray, zmin: np.ndarray,
+               zmax: np.ndarray) -> np.ndarray:
+        """The ridge's design: inputs clipped to the training range, standardised, intercept."""
+        return np.hstack([(np.clip(Z, zmin, zmax) - mean) / scale, np.ones((len(Z), 1))])
+
+    def _design(self, Z: np.ndarray) -> np.ndarray:
+        return self._apply(Z, self.mean_, self.scale_, self.zmin_, self.zmax_)
 
     def fit(self, X: np.ndarray | pd.DataFrame, y: np.ndarray,
             groups: np.ndarray | None = None) -> BreakdownRidge:
@@ -101,18 +103,20 @@ class BreakdownRidge(BaseEstimator, RegressorMixin):
             raise ValueError(f"X has {len(Z)} rows, y {len(c)}")
         g = np.arange(len(c)).astype(str) if groups is None else np.asarray(groups).astype(str)
         p = Z.shape[1] + 1
-        self.mean_ = Z.mean(axis=0) if len(Z) else np.zeros(Z.shape[1])
-        sd = Z.std(axis=0) if len(Z) else np.ones(Z.shape[1])
-        self.scale_ = np.where(sd > 1e-9, sd, 1.0)
-        self.zmin_ = Z.min(axis=0) if len(Z) else self.mean_
-        self.zmax_ = Z.max(axis=0) if len(Z) else self.mean_
+        zero = np.zeros(Z.shape[1])
+        stats = self._scaling(Z) if len(Z) else (zero, zero + 1.0, zero, zero)
+        self.mean_: np.ndarray = stats[0]
+        self.scale_: np.ndarray = stats[1]
+        self.zmin_: np.ndarray = stats[2]
+        self.zmax_: np.ndarray = stats[3]
         self.lo_ = min(0.0, float(c.min())) if len(c) else 0.0
         self.hi_ = max(0.0, float(c.max())) if len(c) else 0.0
         self.lambda_, self.cv_mape_ = math.inf, {}
         self.oof_ = np.zeros(len(c))
         A = self._design(Z)
         folds = logo_folds(g) if np.unique(g).size >= 2 else []
-        fold_A = [self._fold_design(Z, tr) for tr, _ in folds]
+        # every row's design as a fit on the fold's rows alone builds it: CV sees what predict does
+        fold_A = [self._apply(Z, *self._scaling(Z[tr])) for tr, _ in folds]
         if folds:
             per: dict[float, np.ndarray] = {}
             oofs: dict[float, np.ndarray] = {}
