@@ -138,6 +138,31 @@ def test_hf_families_trace_at_tiny_size(family: str) -> None:
     assert sum(p.numel() for p in real.modules.parameters()) == n_params
 
 
+def test_hf_model_reading_tensor_values_in_init_traces_under_amp() -> None:
+    """ConvNeXt's constructor reads its drop-path schedule (``linspace(...).tolist()``), which
+    fake and meta tensors cannot answer: the build falls back to CPU construction with the
+    parameters sent to meta, and the AMP (fake-tensor) trace has every parameter."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from gpuscope.workloads.sources import params_on_meta
+
+    spec, dataset, _ = HF_TINY["convnext"]
+    job = JobSpec.from_dict({"hf": spec, "dataset": dataset, "optimizer": "momentum",
+                             "batch_size": 2, "epochs": 1, "precision": "amp-bf16"})
+    g = export_graph(job)
+    with torch.device("cpu"):
+        from gpuscope.workloads import build_workload
+
+        real = build_workload(job, device="cpu")
+    assert g.meta["param_count"] == sum(p.numel() for p in real.modules.parameters()) > 0
+    with params_on_meta():
+        lin = torch.nn.Linear(3, 4)
+        lin.register_buffer("scale", torch.ones(4))
+    assert lin.weight.is_meta and lin.scale.is_meta and lin.weight.requires_grad
+    assert not torch.nn.Linear(3, 4).weight.is_meta  # the patch is undone on exit
+
+
 def test_hf_config_file_and_overrides(tmp_path) -> None:
     pytest.importorskip("transformers")
     assert parse_hf("swin:depths=[2,2],mlp_ratio=4.0,qkv_bias=true") == \

@@ -23,12 +23,14 @@ import importlib.util
 import inspect
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import DataDependentOutputException, unset_fake_temporarily
 
 from gpuscope.errors import InputError
 from gpuscope.jobs import DatasetSpec, JobSpec, parse_dataset, shape_dataset
@@ -222,6 +224,30 @@ def hf_task(config: Any, ds: DatasetSpec) -> str:
     raise InputError(f"{arch} has no language-model head in transformers; use an image dataset")
 
 
+@contextmanager
+def params_on_meta() -> Iterator[None]:
+    """Modules built inside get their parameters and buffers on the meta device as they are
+    registered, while the constructor's own tensor arithmetic runs on the default device;
+    at most one parameter is ever materialised (what ``accelerate.init_empty_weights`` does)."""
+    reg_param, reg_buffer = nn.Module.register_parameter, nn.Module.register_buffer
+
+    def param(self: nn.Module, name: str, p: nn.Parameter | None) -> None:
+        if p is not None:
+            p = nn.Parameter(p.to("meta"), requires_grad=p.requires_grad)
+        reg_param(self, name, p)
+
+    def buffer(self: nn.Module, name: str, b: torch.Tensor | None, persistent: bool = True) -> None:
+        reg_buffer(self, name, None if b is None else b.to("meta"), persistent)
+
+    nn.Module.register_parameter = param  # type: ignore[method-assign,assignment]
+    nn.Module.register_buffer = buffer  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        nn.Module.register_parameter = reg_param  # type: ignore[method-assign]
+        nn.Module.register_buffer = reg_buffer  # type: ignore[method-assign]
+
+
 def build_hf(spec: str, ds: DatasetSpec) -> tuple[nn.Module, str]:
     """Build an ``hf`` source for ``ds`` on the current default device: ``(module, kind)``."""
     import transformers
@@ -249,7 +275,17 @@ def build_hf(spec: str, ds: DatasetSpec) -> tuple[nn.Module, str]:
         # transformers picks through config.architectures, which a fresh config lacks
         config.architectures = [names[0]]
     try:
-        model = auto.from_config(config)
+        try:
+            model = auto.from_config(config)
+        except (NotImplementedError, DataDependentOutputException):
+            if torch.get_default_device().type != "meta":
+                raise
+            # a constructor that reads a tensor's values (ConvNeXt's drop-path schedule:
+            # ``torch.linspace(...).tolist()``) cannot run on meta or fake tensors: build on
+            # the CPU, outside any fake mode, with every parameter and buffer sent to meta as
+            # it is registered
+            with unset_fake_temporarily(), torch.device("cpu"), params_on_meta():
+                model = auto.from_config(config)
     except (ValueError, TypeError, AttributeError, AssertionError, RuntimeError) as e:
         raise InputError(f"--hf {spec}: cannot build the model: {_first_line(e)}") from None
     kind = {"image": "classifier", "seq2seq": "seq2seq"}.get(task, "lm")
