@@ -41,8 +41,10 @@ import pandas as pd
 from gpuscope.devices import get_device
 from gpuscope.emulator.calibrate import (
     Point,
+    colocation_errors,
     exec_time_errors,
     fit_arch_eff,
+    fit_ctx_switch,
     fit_device,
     fit_multi_gpu,
     fit_published,
@@ -52,6 +54,7 @@ from gpuscope.emulator.calibrate import (
     log_errors,
     median_abs,
 )
+from gpuscope.emulator.fidelity import colocation_points
 from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams, default_params
 from gpuscope.emulator.perf import GraphCost, estimate
 from gpuscope.external import data_dir
@@ -59,7 +62,7 @@ from gpuscope.graphs import GraphCache
 from gpuscope.jobs import JobSpec
 
 TARGET = 0.15
-PROVENANCE = 'fitted (benchmarks/emulator_fidelity.py --write): kepler/pascal/volta on Gavel ResNet-50 1-GPU steps/s (kepler refitted alone with the K80 die at its 758 MHz sustained GEMM clock, datasets/devices.toml k80_gemm_clock, and arch_class_eff kepler:matmul 0.63 = cuBLAS 7.0 SGEMM on a K40 at boost, 3.15 of 5.0 TFLOP/s, k40_sgemm), loader_handoff_ms on Gavel ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 (PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling; tensor_eff on V100 AMP ResNet-50 1200 img/s, ampere on A100-80GB TF32 938 / AMP 2470 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch README, 21.03), hopper on H100 SXM = 2x A100 SXM for vision training (Lambda H100 analysis), turing on T4/V100 forward-throughput ratios 415/1261 FP32 and 1198/3382 AMP (same NVIDIA README) with the T4 at its sustained 900 MHz SM clock under load (datasets/devices.toml mlperf_t4_clock), not its 1590 MHz boost; ada = ampere (assumed, no measurement)'
+PROVENANCE = 'fitted (benchmarks/emulator_fidelity.py --write): kepler/pascal/volta on Gavel ResNet-50 1-GPU steps/s (kepler refitted alone with the K80 die at its 758 MHz sustained GEMM clock, datasets/devices.toml k80_gemm_clock, and arch_class_eff kepler:matmul 0.63 = cuBLAS 7.0 SGEMM on a K40 at boost, 3.15 of 5.0 TFLOP/s, k40_sgemm), loader_handoff_ms on Gavel ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 (PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, ctx_switch_us on the Gavel identical-pair colocations of ResNet-18 and ResNet-50 (two processes on one GPU, K80/P100/V100); tensor_eff on V100 AMP ResNet-50 1200 img/s, ampere on A100-80GB TF32 938 / AMP 2470 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch README, 21.03), hopper on H100 SXM = 2x A100 SXM for vision training (Lambda H100 analysis), turing on T4/V100 forward-throughput ratios 415/1261 FP32 and 1198/3382 AMP (same NVIDIA README) with the T4 at its sustained 900 MHz SM clock under load (datasets/devices.toml mlperf_t4_clock), not its 1590 MHz boost; ada = ampere (assumed, no measurement)'
 
 
 def resnet18_cifar_cost(batch: int) -> GraphCost:
@@ -251,21 +254,22 @@ def andreas_order(path: Path) -> tuple[int, int]:
     return agree, len(d)
 
 
-def families(gavel: pd.DataFrame, cache: GraphCache, alex: pd.DataFrame, params: EmulatorParams,
-             data: Path) -> None:
-    """Issue 11's per-family table and the final line (see the module docstring)."""
-    from gpuscope.emulator.fidelity import (
-        FIT_FAMILIES,
-        comparisons,
-        family_table,
-        gavel_points,
-        order_agreement,
-    )
+def family_points(gavel: pd.DataFrame, cache: GraphCache) -> tuple[list[Point], list[Point]]:
+    """Every Gavel job type's single- and multi-GPU points (``fidelity.gavel_points``)."""
+    from gpuscope.emulator.fidelity import gavel_points as fidelity_points
 
     def r50(b: int) -> GraphCost:
         return GraphCost.from_graph(cache.get_or_export(JobSpec("resnet50", "imagenet", "sgd", b, 1)), b)
 
-    single, multi = gavel_points(gavel, r50)
+    return fidelity_points(gavel, r50)
+
+
+def families(points: tuple[list[Point], list[Point]], cache: GraphCache, alex: pd.DataFrame,
+             params: EmulatorParams, data: Path) -> None:
+    """Issue 11's per-family table and the final line (see the module docstring)."""
+    from gpuscope.emulator.fidelity import FIT_FAMILIES, comparisons, family_table, order_agreement
+
+    single, multi = points
     comp = comparisons(single, multi, params)
     order = order_agreement(single, params)
     al = alexnet_table(alex, cache, params)
@@ -327,9 +331,17 @@ def main() -> None:
     fitted = fit_multi_gpu(m50, fitted)
     r50_64 = next(p.cost for p in r50 if p.label == "resnet50-b64")
     fitted = fit_published(r50_64, fitted)  # issue 11: tensor cores, Turing/Ampere/Hopper
+    # time-sliced contexts: on the fit families' identical-pair colocations (fidelity.py)
+    fam_points = family_points(gavel, cache)
+    raw = json.loads((data / "gavel" / "simulation_throughputs.json").read_text())
+    pairs = colocation_points(raw, fam_points[0])
+    pairs_fit = [p for p in pairs if p.label.split("-b")[0] in ("ResNet-18", "ResNet-50")]
+    pairs_held = [p for p in pairs if p not in pairs_fit]
+    fitted = fit_ctx_switch(pairs_fit, fitted)
     print("provenance: emulated vs measured (Gavel; GPUScheduler AlexNet)")
     print("fitted arch_eff:", {k: round(v, 3) for k, v in fitted.arch_eff.items() if k in ("kepler", "pascal", "volta")},
-          f"step_sync_ms={fitted.step_sync_ms:.2f} loader_handoff_ms={fitted.loader_handoff_ms:.2f} overlap={fitted.overlap:.3f} link_eff={fitted.link_eff:.3f}")
+          f"step_sync_ms={fitted.step_sync_ms:.2f} loader_handoff_ms={fitted.loader_handoff_ms:.2f} overlap={fitted.overlap:.3f} link_eff={fitted.link_eff:.3f}"
+          f" ctx_switch_us={fitted.ctx_switch_us:.2f}")
     for tag, prm in (("prior", prior), ("fitted", fitted)):
         print(f"\n== {tag} parameters ==")
         print(report("Gavel ResNet-50 1-GPU steps/s (fit set)", log_errors(r50, prm)))
@@ -340,6 +352,8 @@ def main() -> None:
             print(report(f"Gavel {lab} V100/K80, P100/K80 ratios", sub.log_err.to_numpy()))
         print(report("Gavel ResNet-50 2/4/8-GPU scaling (fit set)", log_errors(m50, prm, "speedup")))
         print(report("Gavel ResNet-18 2/4/8-GPU scaling (held out)", log_errors(m18, prm, "speedup")))
+        print(report("Gavel ResNet-18/50 identical-pair colocation (fit set)", colocation_errors(pairs_fit, prm)))
+        print(report("Gavel other identical-pair colocations (held out)", colocation_errors(pairs_held, prm)))
         al = alexnet_table(load_alexnet(data / "gpuscheduler" / "data_2d10d_filtered.csv"), cache, prm)
         nref = al[al.device != "gtx1080ti"]
         print(report("AlexNet device ratios vs GTX 1080Ti (held out)", nref.log_err_ratio.to_numpy()))
@@ -355,7 +369,7 @@ def main() -> None:
                               "ResNet-18 K80/V100 (held out)": r18_test}, prior, fitted)
     print("\n== measured datasets (datasets/measured/) ==")
     measured_calibration(Path(__file__).resolve().parents[1] / "datasets" / "measured", cache, fitted)
-    families(gavel, cache, load_alexnet(data / "gpuscheduler" / "data_2d10d_filtered.csv"),
+    families(fam_points, cache, load_alexnet(data / "gpuscheduler" / "data_2d10d_filtered.csv"),
              fitted, data)
     if args.write:
         old = json.loads(CALIBRATION_FILE.read_text()).get("provenance", "")

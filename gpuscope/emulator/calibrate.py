@@ -18,7 +18,7 @@ GPUScheduler authors (``data_2d10d_filtered.csv``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -297,4 +297,28 @@ def fit_host_runs(rows: list[tuple[JobSpec, GraphCost, DeviceSpec, float]],
                 + [max(1e-3, params.cpu_ms_per_sample.get(k, params.cpu_ms_default)) for k in pipeline])
     res = least_squares(lambda x: exec_time_errors(rows, with_x(x)), x0,
                         bounds=(np.log(1e-3), np.log(300.0)), loss="soft_l1", f_scale=0.1)
+    return with_x(res.x)
+
+
+def colocation_errors(points: list[Point], params: EmulatorParams) -> np.ndarray:
+    """log(emulated / measured) colocation slowdown per point (``fidelity.colocation_points``):
+    the steps/s of one of the pair's processes over the job's steps/s alone, emulated with
+    the point's ``workers`` and with one process fewer per copy (the job alone)."""
+    out = []
+    for p in points:
+        alone = replace(p.cost, workers=max(1, p.cost.workers // 2))
+        emu = estimate(p.job, alone, p.device, params).iter_s / estimate(p.job, p.cost, p.device, params).iter_s
+        out.append(np.log(emu / p.measured))
+    return np.asarray(out, dtype=np.float64)
+
+
+def fit_ctx_switch(points: list[Point], params: EmulatorParams) -> EmulatorParams:
+    """``ctx_switch_us`` minimising the log colocation-slowdown error of ``points`` (robust, as
+    the other fits: Gavel's pairs have outliers)."""
+    def with_x(x: np.ndarray) -> EmulatorParams:
+        return params.with_(ctx_switch_us=float(np.exp(x[0])))
+
+    x0 = np.log(max(params.ctx_switch_us, 5.0))
+    res = least_squares(lambda x: colocation_errors(points, with_x(x)), [x0],
+                        bounds=(np.log(0.01), np.log(500.0)), loss="soft_l1", f_scale=0.1)
     return with_x(res.x)

@@ -11,8 +11,10 @@ ones the calibration was fitted on; every other family is held out.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,6 +24,7 @@ from gpuscope.emulator.calibrate import Point
 from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import EmulatorParams
 from gpuscope.emulator.perf import GraphCost, estimate
+from gpuscope.external import gavel_entries
 from gpuscope.jobs import DATASETS, DatasetSpec
 
 #: Gavel model -> (gpuscope model, dataset, optimizer). ResNet-50 is the catalog's.
@@ -38,6 +41,8 @@ GAVEL_FAMILIES: dict[str, tuple[str, str, str]] = {
 FIT_FAMILIES: dict[str, str] = {
     "ResNet-50": "architecture efficiencies (1 GPU) and all-reduce overlap/link (2/4/8 GPUs)",
     "ResNet-18": "loader_handoff_ms (DataLoader workers' per-batch hand-off) on its P100 steps/s only",
+    "ResNet-18/ResNet-50 pairs": "ctx_switch_us (time-sliced contexts) on Gavel's identical-pair "
+                                 "colocations of the two fit families (K80/P100/V100)",
 }
 
 
@@ -149,3 +154,29 @@ def family_table(comp: pd.DataFrame, order: pd.DataFrame) -> pd.DataFrame:
         row["order_correct_pct"] = 100.0 * float(o.correct.mean()) if len(o) else float("nan")
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["fit", "family"]).reset_index(drop=True)
+
+
+def colocation_points(data: dict[str, Any], single: list[Point],
+                      families: Iterable[str] | None = None) -> list[Point]:
+    """Gavel's identical-pair colocations: two copies of one job type on one GPU, each its own
+    process (Gavel's space sharing, without MPS). ``measured`` is one copy's steps/s over the
+    job's steps/s alone; ``cost`` is the single point's graph with ``workers`` doubled (two
+    processes time-slicing the GPU, ``hostwork.time_sliced_gpu_s``). Only job types with a
+    single point in ``single`` (same label and device), of ``families`` when given; pairs
+    Gavel did not run (zero throughput) are left out."""
+    by = {(p.label, p.device.name): p for p in single}
+    out = []
+    for dev, job_type, n, entry in gavel_entries(data):
+        pair = entry.get(f"('{job_type}', {n})") if n == 1 else None
+        alone = float(entry.get("null", 0.0) or 0.0)
+        if not pair or float(pair[0]) <= 0 or alone <= 0:
+            continue
+        model, _, rest = job_type.partition(" (batch size ")
+        if families is not None and model not in families:
+            continue
+        label = f"{model}-b{int(rest.rstrip(')')) if rest else 1}"
+        p = by.get((label, dev))
+        if p is not None:
+            out.append(Point(p.job, replace(p.cost, workers=2 * p.cost.workers), p.device,
+                             float(pair[0]) / alone, 1, label))
+    return out

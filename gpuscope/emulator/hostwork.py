@@ -204,3 +204,43 @@ def zero_grad_gpu_s(cost: GraphCost, device: DeviceSpec, params: EmulatorParams)
         return 0.0
     return (cost.n_param_tensors * params.launch_us * 1e-6
             + cost.param_bytes / achievable_bw(device, params))
+
+
+# --- worker processes time-slicing one GPU (Gavel's A3C; colocated jobs) -------------------
+def dispatched_gpu_kernels(cost: GraphCost, params: EmulatorParams) -> float:
+    """GPU kernels the host issues one by one in a step: the traced kernels (a recurrence
+    node's per-timestep kernels come from one cuDNN call in a burst and count once), each
+    foreach optimizer kernel once per parameter tensor in a ``per_tensor_optimizer`` era, a
+    per-tensor ``zero_grad``'s memsets; a host-side optimizer's kernels do not run on the GPU."""
+    n = np.ones(len(cost.flops), dtype=np.float64)
+    if params.per_tensor_optimizer > 0 and cost.opt_tensors is not None:
+        n = 1.0 + params.per_tensor_optimizer * (cost.opt_tensors - 1.0)
+    if cost.host_optimizer and cost.optimizer is not None:
+        n = np.where(cost.optimizer, 0.0, n)
+    zero = cost.n_param_tensors if params.per_tensor_optimizer > 0 else 0
+    return float(n.sum()) + float(zero)
+
+
+def time_sliced_gpu_s(cost: GraphCost, t_gpu: float, t_dispatch: float, device: DeviceSpec,
+                      params: EmulatorParams) -> float:
+    """GPU time one worker's step occupies when ``cost.workers`` processes time-slice one GPU
+    (no MPS), seconds; ``t_gpu`` for a single process.
+
+    Without MPS each process has its own CUDA context, and the GPU runs one context at a time:
+    when the running context's queue is empty and another context has work, the GPU switches
+    ("scheduling resources must be swapped on and off the GPU", NVIDIA's MPS documentation,
+    https://docs.nvidia.com/deploy/mps/when-to-use-mps.html, "Reduced GPU Context Switching").
+    A worker's queue drains after a kernel when its host issues kernels more slowly than the
+    GPU runs them; the fraction of its kernels after which it drains is taken as
+    ``min(1, t_dispatch / t_gpu)`` (1 for a dispatch-bound step of tiny kernels such as A3C's
+    batch-1 loop, small for a step of long kernels, whose queue stays full). Each such kernel
+    costs one switch of ``ctx_switch_us / arch_eff``::
+
+        t = t_gpu + min(1, t_dispatch / t_gpu) * kernels * ctx_switch_us / arch_eff
+
+    and ``perf.estimate`` waits for ``workers * t`` per step."""
+    if cost.workers <= 1 or params.ctx_switch_us <= 0 or t_gpu <= 0:
+        return t_gpu
+    drain = min(1.0, t_dispatch / t_gpu)
+    per_switch = params.ctx_switch_us * 1e-6 / params.arch_eff.get(device.arch, 1.0)
+    return t_gpu + drain * dispatched_gpu_kernels(cost, params) * per_switch

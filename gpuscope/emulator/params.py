@@ -117,6 +117,12 @@ class EmulatorParams:
         amp_layout_passes: extra memory passes over a convolution's traffic when it runs on
             half-precision tensor cores with NCHW tensors: cuDNN transposes the input to NHWC
             and the output back (a read and a write of each; 2, not fitted).
+        ctx_switch_us: GPU time lost per context switch when worker processes time-slice one
+            GPU without MPS, microseconds on an architecture with ``arch_eff`` 1 (divided by
+            the device's ``arch_eff``): a job with ``workers`` > 1 pays one switch per kernel
+            after which its queue drains (``hostwork.time_sliced_gpu_s``). Fitted on the fit
+            families' identical-pair colocations in Gavel (two copies of a ResNet-18 or
+            ResNet-50 job on one GPU; ``calibrate.fit_ctx_switch``); 0 switches it off.
         h2d_eff: achievable fraction of PCIe bandwidth for the batch copy.
         startup_s: process start, framework import and CUDA context creation.
         autotune_s_per_conv: cuDNN autotuning per forward convolution at start-up.
@@ -162,6 +168,7 @@ class EmulatorParams:
     host_gbs: float = 10.0
     amp_act_factor: float = 0.6
     amp_layout_passes: float = 2.0
+    ctx_switch_us: float = 0.0
     h2d_eff: float = 0.7
     startup_s: float = 6.0
     autotune_s_per_conv: float = 0.03

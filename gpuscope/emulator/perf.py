@@ -82,11 +82,13 @@ prepares the next batch (``cpu_ms_per_sample * batch / (cores * speed)``), or, f
 indexed on the main thread (``inline_ops_per_sample``), its ops are serial host work. In an era
 with ``per_tensor_optimizer`` (PyTorch 1.x) each traced foreach optimizer kernel is one kernel
 and one dispatch per parameter tensor, and ``zero_grad`` zeroes every gradient (``hostwork``). One iteration lasts
-``max(max(t_gpu, t_dispatch) + t_sync + t_serial, workers * t_gpu, t_pipeline)``:
-``t_serial`` is host work the device waits for and ``workers`` the processes sharing the GPU
-(``hostwork``: an RL job's environment steps, a host-side optimizer, Hogwild workers, a sparse
-batch built on the main thread, which is then copied as COO and densified on the device; 0 and
-1 for other jobs). NVML's utilization.gpu is the busy fraction ``t_gpu / t_iter``, utilization.memory the memory-busy fraction. Execution time =
+``max(max(t_gpu, t_dispatch) + t_sync + t_serial, workers * t_slice, workers * t_pipeline)``:
+``t_serial`` is host work the device waits for (``hostwork``: an RL job's environment steps,
+a host-side optimizer, a sparse batch built on the main thread, which is then copied as COO
+and densified on the device; 0 for other jobs) and ``workers`` the processes sharing the GPU
+without MPS (Hogwild workers; 1 for other jobs), each paying a context switch per kernel
+after which its queue drains (``t_slice``, ``hostwork.time_sliced_gpu_s``; ``t_gpu`` for one
+process). NVML's utilization.gpu is the busy fraction ``t_gpu / t_iter``, utilization.memory the memory-busy fraction. Execution time =
 start-up (process and CUDA context, cuDNN autotuning of each distinct convolution
 configuration, weights upload) + epochs x (steps x t_iter +
 evaluation + checkpoint) + expected input-pipeline stalls.
@@ -119,6 +121,7 @@ from gpuscope.emulator.hostwork import (
     loader_times,
     sparse_batch_host_s,
     sparse_densify_s,
+    time_sliced_gpu_s,
     zero_grad_gpu_s,
 )
 from gpuscope.emulator.memory import (
@@ -327,18 +330,21 @@ def estimate(
     t_handoff, t_inline = loader_times(job, device, p)
     in_line = bool(cost.env_steps) or t_batch > 0 or p.inline_ops_per_sample.get(job.dataset, 0.0) > 0
     cpu_per_iter = 0.0 if in_line else job.batch_size * cpu_ms_per_sample(job, p) * 1e-3 / speed
-    t_pipe = cpu_per_iter / cores
+    # worker processes each feed their own step from the host's pipeline cores
+    t_pipe = cost.workers * cpu_per_iter / cores
     # the worker hand-off only where the batch comes from loader workers
     t_sync = p.step_sync_ms * 1e-3 / speed + (0.0 if in_line else t_handoff)
     t_serial = t_env + t_update + t_batch + t_inline
-    # worker processes share the GPU (time-sliced contexts): their kernels add up
-    t_gpu_all = cost.workers * t_gpu
+    # worker processes share the GPU (time-sliced contexts): their kernels and the context
+    # switches between them add up (hostwork.time_sliced_gpu_s)
+    t_gpu_all = cost.workers * time_sliced_gpu_s(cost, t_gpu, t_dispatch, device, p)
     iter_s = max(max(t_gpu, t_dispatch) + t_sync + t_serial, t_gpu_all, t_pipe)
     # "dispatch" is the main thread: its dispatching plus the host work the device waits for
     bottleneck = ("gpu", "dispatch", "input")[int(np.argmax([t_gpu_all, t_dispatch + t_serial,
                                                              t_pipe]))]
-    # CPU: pipeline workers + the dispatching main thread, over all hardware threads.
-    busy_cores = (cpu_per_iter + t_dispatch + t_sync + t_serial) / iter_s
+    # CPU: pipeline workers + the dispatching main thread (of each worker process), over all
+    # hardware threads.
+    busy_cores = cost.workers * (cpu_per_iter + t_dispatch + t_sync + t_serial) / iter_s
     cpu_util = min(1.0, busy_cores / device.host_threads)
 
     startup = (p.startup_s + p.autotune_s_per_conv * cost.n_conv_configs
