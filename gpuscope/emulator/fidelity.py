@@ -39,10 +39,10 @@ GAVEL_FAMILIES: dict[str, tuple[str, str, str]] = {
 }
 #: Families (and what) the calibration was fitted on; the rest are held out.
 FIT_FAMILIES: dict[str, str] = {
-    "ResNet-50": "architecture efficiencies (1 GPU) and all-reduce overlap/link (2/4/8 GPUs)",
-    "ResNet-18": "loader_handoff_ms (DataLoader workers' per-batch hand-off) on its P100 steps/s only",
-    "ResNet-18/ResNet-50 pairs": "ctx_switch_us (time-sliced contexts) on Gavel's identical-pair "
-                                 "colocations of the two fit families (K80/P100/V100)",
+    "ResNet-50": "architecture efficiencies (1 GPU), all-reduce overlap/link (2/4/8 GPUs), "
+                 "ctx_switch_us (with ResNet-18) on its identical-pair colocations",
+    "ResNet-18": "loader_handoff_ms (DataLoader workers' per-batch hand-off) on its P100 steps/s, "
+                 "ctx_switch_us (with ResNet-50) on its identical-pair colocations",
 }
 
 
