@@ -32,12 +32,11 @@ derived in ``tests/test_analytic_labels.py``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
 import numpy as np
 
 from gpuscope.devices import DeviceSpec
 from gpuscope.emulator.perf import EmulatedJob, Estimate
+from gpuscope.predictor.analytic_runs import Seg, run_lengths
 from gpuscope.profiling.labeling import DEFAULT_METHOD, band_fractions, gap_weight
 from gpuscope.resources import PEAK_FRACTION, PEAK_QUANTILE, RESOURCES, TARGETS
 
@@ -55,20 +54,12 @@ LABEL_TARGETS: tuple[str, ...] = tuple(t for t in TARGETS if t != "exec_time_s")
 #: Probabilists' Gauss-Hermite nodes and weights (5 points): E[g(N(0, 1))].
 _GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(5)
 _GH_W = _GH_W / _GH_W.sum()
+#: Inner points of 16 equal parts of [0, 1] (``mixture_quantile``).
+_GRID = np.arange(1, 16) / 16.0
 
 
-@dataclass
-class _Seg:
-    """Values in time order and the seconds each lasts; ``step`` > 0 marks a training phase
-    (period of its on/off pattern)."""
-
-    v: np.ndarray
-    w: np.ndarray
-    step: float = 0.0
-
-
-def _const(v: float, dur: float) -> _Seg:
-    return _Seg(np.array([float(v)]), np.array([max(float(dur), 0.0)]))
+def _const(v: float, dur: float) -> Seg:
+    return Seg(np.array([float(v)]), np.array([max(float(dur), 0.0)]))
 
 
 def window_busy(iter_s: float, busy_s: float, period_s: float, n: int = N_STEP) -> np.ndarray:
@@ -116,14 +107,59 @@ def mixture_quantile(v: np.ndarray, w: np.ndarray, q: float, sd: float, cap: flo
     from scipy.special import ndtr
 
     s = np.where((v > 0) | noise_at_zero, sd, 1e-9)
+    # bisection to cap / 2^40, 4 halvings at a time: the CDF at the 15 inner points of 16
+    # equal parts (the dyadic points bisection would visit), keep the part that holds q
     lo, hi = 0.0, float(cap)
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        if float(np.dot(w, ndtr((mid - v) / s))) < q:
-            lo = mid
-        else:
-            hi = mid
+    for _ in range(10):
+        xs = lo + (hi - lo) * _GRID
+        k = int(np.count_nonzero(ndtr((xs[:, None] - v[None, :]) / s[None, :]) @ w < q))
+        lo, hi = (xs[k - 1] if k else lo), (xs[k] if k < xs.size else hi)
     return 0.5 * (lo + hi)
+
+
+def noisy_kmeans(v: np.ndarray, w: np.ndarray, sd: float, cap: float, noise_at_zero: bool,
+                 n: float, max_iter: int = 300) -> tuple[float, float]:
+    """The labeler's 2-means split (``labeling.kmeans_threshold``) of ``n`` samples drawn
+    from values ``v`` (weights ``w``) plus N(0, ``sd``) sensor noise clipped to [0, ``cap``]
+    (utilisations at 0 noise-free unless ``noise_at_zero``): (threshold, distance between
+    the two centres). As the labeler: Lloyd's steps from the samples' minimum and maximum
+    (their medians: the mixture's 1 - 0.5^(1/n) and 0.5^(1/n) quantiles; the noise moves
+    them off the levels, and a level near the first midpoint goes to the side the noisy
+    extremes put it on), each class's centre the mean of the noisy values on its side of
+    the midpoint (closed form for clipped Gaussians)."""
+    from scipy.special import ndtr
+
+    keep = w > 0
+    v, w = v[keep], w[keep] / w[keep].sum()
+    s = np.where((v > 0) | noise_at_zero, sd, 0.0)
+    g = s > 0
+    sg = np.where(g, s, 1.0)
+    q = 0.5 ** (1.0 / max(n, 1.0))
+    c0 = mixture_quantile(v, w, 1.0 - q, sd, cap, noise_at_zero)
+    c1 = mixture_quantile(v, w, q, sd, cap, noise_at_zero)
+    a, c = -v / sg, (cap - v) / sg
+    pa, pc = ndtr(a), ndtr(c)
+    fa, fc = np.exp(-0.5 * a * a), np.exp(-0.5 * c * c)
+    k = 1.0 / math.sqrt(2.0 * math.pi)
+    # E[X] of each clipped component, and below the threshold t: mass and partial mean
+    mean = np.where(g, v * (pc - pa) - s * k * (fc - fa) + cap * (1.0 - pc), v)
+    tot = float(np.dot(w, mean))
+    thr = 0.5 * (c0 + c1)
+    for _ in range(max_iter):
+        b = (thr - v) / sg
+        pb = ndtr(b)
+        m = np.where(g, pb, (v <= thr).astype(np.float64))
+        pm = np.where(g, v * (pb - pa) - s * k * (np.exp(-0.5 * b * b) - fa), v * m)
+        lo_w = float(np.dot(w, m))
+        if lo_w <= 1e-12 or lo_w >= 1.0 - 1e-12:
+            break
+        lo_s = float(np.dot(w, pm))
+        c0, c1 = lo_s / lo_w, (tot - lo_s) / (1.0 - lo_w)
+        new = 0.5 * (c0 + c1)
+        if abs(new - thr) <= 1e-12 * max(1.0, cap):
+            break
+        thr = new
+    return thr, c1 - c0
 
 
 def _startup(est: Estimate, threads: float, mem_cap: float, period_s: float
@@ -144,7 +180,7 @@ def _startup(est: Estimate, threads: float, mem_cap: float, period_s: float
 
 
 def _epoch(est: Estimate, job: EmulatedJob, threads: float, mem_cap: float, period_s: float
-           ) -> tuple[dict[str, list[_Seg]], dict[str, float]]:
+           ) -> tuple[dict[str, list[Seg]], dict[str, float]]:
     """One epoch's segments (training, evaluation, checkpoint) per resource, and the level
     of each resource during an input-pipeline stall."""
     e = est
@@ -159,8 +195,8 @@ def _epoch(est: Estimate, job: EmulatedJob, threads: float, mem_cap: float, peri
     total = min(float(e.memory.total_mb), mem_cap)
     one, cpu_tr = 100.0 / threads, min(100.0 * cu, 100.0)
     epoch = {
-        "gpu_util": [_Seg(100.0 * f, fw, iter_s), _const(ev, ev_s), _const(0.0, ck_s)],
-        "gpu_mem_util": [_Seg(np.clip(100.0 * f * ratio, 0, 100), fw, iter_s),
+        "gpu_util": [Seg(100.0 * f, fw, iter_s), _const(ev, ev_s), _const(0.0, ck_s)],
+        "gpu_mem_util": [Seg(np.clip(100.0 * f * ratio, 0, 100), fw, iter_s),
                          _const(np.clip(ev * gmu / max(gu, 1e-12), 0, 100), ev_s),
                          _const(0.0, ck_s)],
         "gpu_mem": [_const(total, tr_s), _const(total, ev_s), _const(total, ck_s)],
@@ -170,120 +206,20 @@ def _epoch(est: Estimate, job: EmulatedJob, threads: float, mem_cap: float, peri
     return epoch, {"gpu_util": 0.0, "gpu_mem_util": 0.0, "gpu_mem": total, "cpu_util": cpu_tr}
 
 
-class _RunCounter:
-    """Expected run counts and times of a sequence of tokens (per-sample burst probability
-    ``pi``, seconds ``d``, samples ``n``): a token of under one sample is seen w.p. ``n``; a
-    run starts where a seen sample's class differs from the last seen one's (module
-    docstring); samples are independent given their levels."""
-
-    def __init__(self) -> None:
-        self.tot = np.zeros(2)  # idle, burst seconds
-        self.cnt = np.zeros(2)
-        self.last = np.zeros(2)  # P(last seen sample idle / burst)
-
-    def add(self, pi: float, d: float, n: float) -> None:
-        if d <= 0:
-            return
-        q, ne = min(1.0, n), max(n, 1.0)
-        within = (ne - 1.0) * pi * (1.0 - pi)
-        self.cnt[1] += q * (pi * (1.0 - self.last[1]) + within)
-        self.cnt[0] += q * ((1.0 - pi) * (1.0 - self.last[0]) + within)
-        self.last = q * np.array([1.0 - pi, pi]) + (1.0 - q) * self.last
-        self.tot += d * np.array([1.0 - pi, pi])
-
-    def add_samples(self, pi: np.ndarray, period_s: float) -> None:
-        """Consecutive whole samples (the start-up), vectorised."""
-        if pi.size == 0:
-            return
-        prev1 = np.concatenate([[self.last[1]], pi[:-1]])
-        prev0 = np.concatenate([[self.last[0]], 1.0 - pi[:-1]])
-        self.cnt[1] += float(np.sum(pi * (1.0 - prev1)))
-        self.cnt[0] += float(np.sum((1.0 - pi) * (1.0 - prev0)))
-        self.last = np.array([1.0 - pi[-1], pi[-1]])
-        self.tot += period_s * np.array([float(np.sum(1.0 - pi)), float(np.sum(pi))])
-
-    def means(self) -> tuple[float, float]:
-        b = self.tot[1] / self.cnt[1] if self.cnt[1] > 1e-9 else 0.0
-        i = self.tot[0] / self.cnt[0] if self.cnt[0] > 1e-9 else 0.0
-        return float(b), float(i)
-
-
-def _burst_prob(v: np.ndarray, thr: float, mid: float, split: bool, allburst: bool,
-                sd: float, noise_at_zero: bool) -> np.ndarray:
-    """P(a sample at level v is labelled burst)."""
-    v = np.asarray(v, np.float64)
-    if not split:
-        return np.full(v.shape, float(allburst))
+def burst_probs(v: np.ndarray, thr: np.ndarray, mid: np.ndarray, split: np.ndarray,
+                allburst: bool, sd: float, noise_at_zero: bool) -> np.ndarray:
+    """[cuts x values]: P(a sample at level v is labelled burst) at each cut (``thr``: the
+    noise-free cut, ``mid``: the noisy one; ``split`` False: one level, all burst or not)."""
+    v = np.asarray(v, np.float64)[None, :]
     if sd <= 0:
-        return (v > thr).astype(np.float64)
-    from scipy.special import ndtr
+        p = (v > thr[:, None]).astype(np.float64)
+    else:
+        from scipy.special import ndtr
 
-    noisy = (v > 0) | noise_at_zero
-    return np.where(noisy, 1.0 - ndtr((mid - v) / sd), (v > mid).astype(np.float64))
-
-
-def _run_lengths(st_pi: np.ndarray, epoch: list[_Seg], pis: list[np.ndarray], mid: float,
-                 split: bool, epochs: int, period_s: float, stall_pi: float,
-                 stall_per_epoch: float, stall_s: float) -> tuple[float, float]:
-    """(mean burst run, mean idle run) seconds: start-up samples, then the epoch pattern."""
-    rc = _RunCounter()
-    rc.add_samples(st_pi, period_s)
-    seen: list[np.ndarray] = []
-    for k in range(max(int(epochs), 0)):
-        if k >= 2 and bool(np.all(np.abs(seen[-1] - seen[-2]) <= 1e-12 + 1e-5 * np.abs(seen[-2]))):
-            # a periodic state: every further epoch adds what the last one did
-            cnt0, tot0 = rc.cnt.copy(), rc.tot.copy()
-            _one_epoch(rc, epoch, pis, mid, split, period_s, stall_pi, stall_per_epoch,
-                       stall_s)
-            rem = int(epochs) - k - 1
-            rc.cnt += rem * (rc.cnt - cnt0)
-            rc.tot += rem * (rc.tot - tot0)
-            break
-        _one_epoch(rc, epoch, pis, mid, split, period_s, stall_pi, stall_per_epoch, stall_s)
-        seen.append(rc.last.copy())
-    return rc.means()
-
-
-def _stalls(rc: _RunCounter, p_tr: float, stall_pi: float, per_epoch: float,
-            stall_s: float) -> None:
-    """Expected stalls inside one epoch's training: each splits it, one run of each class
-    more when the stall's class differs from training's."""
-    if per_epoch > 0:
-        rc.cnt += per_epoch * (p_tr * (1 - stall_pi) + (1 - p_tr) * stall_pi)
-        rc.tot += per_epoch * stall_s * np.array([1 - stall_pi, stall_pi])
-
-
-def _one_epoch(rc: _RunCounter, epoch: list[_Seg], pis: list[np.ndarray], mid: float,
-               split: bool, period_s: float, stall_pi: float, stall_per_epoch: float,
-               stall_s: float) -> None:
-    for idx, (s, pi) in enumerate(zip(epoch, pis, strict=True)):
-        dur = float(s.w.sum())
-        if s.step <= 0:
-            rc.add(float(pi[0]), dur, dur / period_s)
-            if idx == 0:  # training without a step pattern (memory, CPU)
-                _stalls(rc, float(pi[0]), stall_pi, stall_per_epoch, stall_s)
-            continue
-        hard = s.v > mid
-        if split and hard.any() and not hard.all():
-            # the step pattern straddles the threshold: per step one burst and one idle run
-            # that a sample can see (min(1, L / P) of them), runs internal to training
-            T = s.step
-            share = float(s.w[hard].sum() / dur)
-            lb, li = share * T, (1.0 - share) * T
-            n = (dur / T) * min(1.0, lb / period_s, li / period_s)
-            rc.tot += np.array([dur * (1.0 - share), dur * share])
-            rc.cnt += n
-            rc.last = np.zeros(2)
-            continue
-        p_tr = float(np.dot(pi, s.w) / dur)
-        edge = split and s.step > 0 and dur >= 2 * period_s
-        rc.add(p_tr, dur - (period_s if edge else 0.0), dur / period_s - float(edge))
-        _stalls(rc, p_tr, stall_pi, stall_per_epoch, stall_s)
-        if edge:
-            # the last training sample's window runs past the end of training: its value is
-            # the training level times U(0, 1], above the k-means midpoint w.p. 1 - mid / g
-            g = float(np.dot(s.v, s.w) / dur)
-            rc.add(max(0.0, 1.0 - mid / g) if g > 0 else 0.0, period_s, 1.0)
+        noisy = (v > 0) | noise_at_zero
+        p = np.where(noisy, 1.0 - ndtr((mid[:, None] - v) / sd),
+                     (v > mid[:, None]).astype(np.float64))
+    return np.where(split[:, None], p, float(allburst))
 
 
 def analytic_labels(est: Estimate, job: EmulatedJob, device: DeviceSpec, period_s: float,
@@ -339,16 +275,11 @@ def analytic_labels(est: Estimate, job: EmulatedJob, device: DeviceSpec, period_
             # almost equally far apart) the wrong way than the right way on the bundled
             # titanx, gtx1080 and h100 datasets
             thr, mid = weighted_kmeans(v, w)
-            vn, wn = v, w
-            if sd > 0:  # the gap of the noisy, clipped samples (Gauss-Hermite nodes)
-                vn = np.clip(v[:, None] + np.where((v > 0) | nz, sd, 0.0)[:, None]
-                             * _GH_X[None, :], 0.0, cap)
-                wn = w[:, None] * _GH_W[None, :]
-                hm = np.broadcast_to((v > thr)[:, None], vn.shape)
+            if sd > 0:  # the gap of the noisy, clipped samples' own split
+                gap = noisy_kmeans(v, w, sd, cap, nz, float(w.sum()) / period_s)[1]
             else:
                 hm = v > thr
-            lm = ~hm
-            gap = np.sum(vn[hm] * wn[hm]) / wn[hm].sum() - np.sum(vn[lm] * wn[lm]) / wn[lm].sum()
+                gap = np.dot(v[hm], w[hm]) / w[hm].sum() - np.dot(v[~hm], w[~hm]) / w[~hm].sum()
             if method == "peakband":  # blended in the gap (labeling.two_level_weight)
                 wt = gap_weight(float(gap), MIN_GAP_FRACTION * cap)
                 allburst = float(np.dot(v, w) / w.sum()) > 0.0
@@ -366,30 +297,26 @@ def analytic_labels(est: Estimate, job: EmulatedJob, device: DeviceSpec, period_
         peak = mixture_quantile(pv, pw, PEAK_QUANTILE, sd, cap, noise_at_zero=nz)
         out[f"{r}_peak"] = peak
         # peakband: the mean over the band's cuts f x peak (weight wt) and the one-level
-        # labels (1 - wt), as the labeler; kmeans: one cut at the k-means threshold
-        parts: list[tuple[float, list[tuple[float, float, bool]]]] = []
+        # labels (1 - wt), as the labeler; kmeans: one cut at the k-means threshold; all
+        # cuts walked at once (analytic_runs)
         if method == "peakband" and split:
-            parts.append((wt, [(f * max(peak, 0.0), f * max(peak, 0.0), True)
-                               for f in band_fractions()]))
+            th = band_fractions() * max(peak, 0.0)
+            cut_w = np.full(th.size, wt / th.size)
+            sp = np.ones(th.size, bool)
             if wt < 1.0:
-                parts.append((1.0 - wt, [(0.0, 0.0, False)]))
+                th, sp = np.append(th, 0.0), np.append(sp, False)
+                cut_w = np.append(cut_w, 1.0 - wt)
+            md = th
         else:
-            parts.append((1.0, [(thr, mid, split)]))
-        bo, io = 0.0, 0.0
-        for wk, cuts in parts:
-            bs, is_ = [], []
-            for th, md, sp in cuts:
-                def bp(x: np.ndarray, sd: float = sd, nz: bool = nz, thr: float = th,
-                       mid: float = md, split: bool = sp, allburst: bool = allburst
-                       ) -> np.ndarray:
-                    return _burst_prob(x, thr, mid, split, allburst, sd, nz)
+            th, md, sp, cut_w = np.array([thr]), np.array([mid]), np.array([split]), np.ones(1)
 
-                b, i = _run_lengths(bp(st[r]), epoch[r], [bp(s.v) for s in epoch[r]], md, sp,
-                                    epochs, period_s, float(bp(np.array([stall[r]]))[0]), lam,
-                                    stall_s)
-                bs.append(b)
-                is_.append(i)
-            bo += wk * float(np.mean(bs))
-            io += wk * float(np.mean(is_))
+        # one burst_probs call for the start-up, every segment and the stall level
+        sizes = [st[r].size] + [s.v.size for s in epoch[r]]
+        pb = np.split(burst_probs(np.concatenate([st[r]] + [s.v for s in epoch[r]]
+                                                 + [np.array([stall[r]])]),
+                                  th, md, sp, allburst, sd, nz), np.cumsum(sizes), axis=1)
+        b, i = run_lengths(pb[0], epoch[r], pb[1:-1], md, sp, epochs, period_s, pb[-1][:, 0],
+                           lam, stall_s)
+        bo, io = float(np.dot(cut_w, b)), float(np.dot(cut_w, i))
         out[f"{r}_burst_s"], out[f"{r}_idle_s"] = bo, io
     return out

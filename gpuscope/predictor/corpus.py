@@ -173,7 +173,7 @@ def key_sources() -> list[Path]:
     emu = pkg / "emulator"
     return (sorted(emu.rglob("*.py")) + sorted(emu.rglob("*.json")) + [DEFAULT_CATALOG]
             + [pkg / "predictor" / f for f in ("corpus.py", "physics.py", "analytic_labels.py",
-                                                "labelspace.py")]
+                                                "analytic_runs.py", "labelspace.py")]
             + [pkg / "profiling" / "labeling.py", pkg / "resources.py"])
 
 
