@@ -13,14 +13,19 @@ same label rules to the *phase structure* instead of to samples, so no trace is 
   ``f(u) = (B(u + P) - B(u)) / P`` of the busy pattern ``B`` seen through a sample window
   ``P`` (quadrature over one step), as the trace samples it;
 * one level or two: the weighted 1-D k-means (``kmeans_threshold``'s Lloyd steps on
-  weighted values) with the labeler's minimum gap; with two, the labeler's default
-  ``peakband`` rule averages the run lengths over the thresholds ``f x peak`` for the band's
-  fractions f (``labeling.band_fractions``; the peak below), ``kmeans`` (paper-literal) cuts
-  at the k-means threshold;
-* runs: phases in time order (start-up once, the epoch pattern ``epochs`` times) are merged
-  by class; a training phase whose window values straddle the threshold contributes one
-  burst and one idle run per step that a sample can see (``min(1, L/P)`` of them); expected
-  input-pipeline stalls split training runs;
+  weighted values) with the labeler's minimum gap; with sensor noise, the gap is that of the
+  noisy samples' own split (``noisy_kmeans``: Lloyd's steps on the clipped Gaussian mixture
+  from the samples' expected extremes, as the labeler starts from the noisy minimum and
+  maximum); with two, the labeler's default ``peakband`` rule averages the run lengths over
+  the thresholds ``f x peak`` for the band's fractions f (``labeling.band_fractions``; the
+  peak below) and blends them with the one-level labels in the gap, ``kmeans``
+  (paper-literal) cuts at the k-means threshold;
+* runs (``analytic_runs``, every cut at once): phases in time order (start-up once, the
+  epoch pattern ``epochs`` times) are merged by class; a training phase whose window values
+  straddle the threshold contributes one burst and one idle run per step that a sample can
+  see (``min(1, L/P)`` of them); expected input-pipeline stalls split training runs; a
+  class's mean run is weighted by the probability that the trace has a run of it at all
+  (the labeler gives 0 without one);
 * the peak: the 95th percentile of the steady-state values (from the first time memory
   reaches 90 % of its maximum), optionally of the values plus the trace's Gaussian sensor
   noise (``sensor_noise=True``: the expected label of a noisy trace).
@@ -32,6 +37,7 @@ derived in ``tests/test_analytic_labels.py``.
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from gpuscope.devices import DeviceSpec
@@ -51,9 +57,6 @@ N_STEP, N_RAMP = 48, 8
 LABEL_TARGETS: tuple[str, ...] = tuple(t for t in TARGETS if t != "exec_time_s")
 
 
-#: Probabilists' Gauss-Hermite nodes and weights (5 points): E[g(N(0, 1))].
-_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(5)
-_GH_W = _GH_W / _GH_W.sum()
 #: Inner points of 16 equal parts of [0, 1] (``mixture_quantile``).
 _GRID = np.arange(1, 16) / 16.0
 
