@@ -303,11 +303,13 @@ def analytic_labels(est: Estimate, job: EmulatedJob, device: DeviceSpec, period_
         lo, hi = float(v.min()), float(v.max())
         split, allburst, thr, mid, wt = False, hi > 0.0, 0.0, 0.0, 0.0
         if hi - lo > 1e-12 * max(1.0, abs(hi)):
-            # Lloyd's steps on the noise-free levels: on the noisy distribution (Gauss-Hermite
-            # nodes, or a fine grid) they flip more of the bistable splits (three levels
-            # almost equally far apart) the wrong way than the right way on the bundled
-            # titanx, gtx1080 and h100 datasets
-            thr, mid = weighted_kmeans(v, w)
+            # the kmeans rule cuts at Lloyd's split of the noise-free levels (on the noisy
+            # distribution, Gauss-Hermite nodes or a fine grid started at its support's ends,
+            # they flipped more of the bistable splits -- three levels almost equally far
+            # apart -- the wrong way than the right way on the bundled titanx, gtx1080 and
+            # h100 datasets); peakband cuts at shares of the peak
+            if method == "kmeans" or sd <= 0:
+                thr, mid = weighted_kmeans(v, w)
             if sd > 0:  # the gap of the noisy, clipped samples' own split
                 gap = noisy_kmeans(v, w, sd, cap, nz, float(w.sum()) / period_s)[1]
             else:
