@@ -62,7 +62,7 @@ from gpuscope.graphs import GraphCache
 from gpuscope.jobs import JobSpec
 
 TARGET = 0.15
-PROVENANCE = 'fitted (benchmarks/emulator_fidelity.py --write): kepler/pascal/volta on Gavel ResNet-50 1-GPU steps/s (kepler refitted alone with the K80 die at its 758 MHz sustained GEMM clock, datasets/devices.toml k80_gemm_clock, and arch_class_eff kepler:matmul 0.63 = cuBLAS 7.0 SGEMM on a K40 at boost, 3.15 of 5.0 TFLOP/s, k40_sgemm), loader_handoff_ms on Gavel ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 (PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, ctx_switch_us on the Gavel identical-pair colocations of ResNet-18 and ResNet-50 (two processes on one GPU, K80/P100/V100); tensor_eff on V100 AMP ResNet-50 1200 img/s, ampere on A100-80GB TF32 938 / AMP 2470 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch README, 21.03), hopper on H100 SXM = 2x A100 SXM for vision training (Lambda H100 analysis), turing on T4/V100 forward-throughput ratios 415/1261 FP32 and 1198/3382 AMP (same NVIDIA README) with the T4 at its sustained 900 MHz SM clock under load (datasets/devices.toml mlperf_t4_clock), not its 1590 MHz boost; ada = ampere (assumed, no measurement)'
+PROVENANCE = 'fitted (benchmarks/emulator_fidelity.py --write): kepler/pascal/volta on Gavel ResNet-50 1-GPU steps/s (kepler refitted alone with the K80 die at its 758 MHz sustained GEMM clock, datasets/devices.toml k80_gemm_clock, and arch_class_eff kepler:matmul 0.63 = cuBLAS 7.0 SGEMM on a K40 at boost, 3.15 of 5.0 TFLOP/s, k40_sgemm) (kepler refitted again with arch_winograd kepler 1.2012, the 3x3-convolution speed-up fitted on jcjohnson/cnn-benchmarks @0367b1f K40c vs GTX 1080 cuDNN 5 times of eight CNNs, benchmarks/emulator_kepler_convs.py), loader_handoff_ms on Gavel ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 (PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, ctx_switch_us on the Gavel identical-pair colocations of ResNet-18 and ResNet-50 (two processes on one GPU, K80/P100/V100); tensor_eff on V100 AMP ResNet-50 1200 img/s, ampere on A100-80GB TF32 938 / AMP 2470 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch README, 21.03), hopper on H100 SXM = 2x A100 SXM for vision training (Lambda H100 analysis), turing on T4/V100 forward-throughput ratios 415/1261 FP32 and 1198/3382 AMP (same NVIDIA README) with the T4 at its sustained 900 MHz SM clock under load (datasets/devices.toml mlperf_t4_clock), not its 1590 MHz boost; ada = ampere (assumed, no measurement)'
 
 
 def resnet18_cifar_cost(batch: int) -> GraphCost:
@@ -318,8 +318,10 @@ def main() -> None:
     # the defaults, plus the host eras other than legacy (fitted by emulator_vs_gpu.py --fit on
     # the measured H100; no Gavel or seed 001 device is in them)
     # and the cited per-(architecture, op class) efficiencies (issue 11: cuBLAS SGEMM on Kepler)
+    # and per-architecture 3x3 speed-ups (Kepler: benchmarks/emulator_kepler_convs.py)
     eras = default_params().host_eras
-    prior = EmulatorParams(host_eras=eras, arch_class_eff=default_params().arch_class_eff)
+    prior = EmulatorParams(host_eras=eras, arch_class_eff=default_params().arch_class_eff,
+                           arch_winograd=default_params().arch_winograd)
     r18_fit = [p for p in r18 if p.device.name == "p100"]
     r18_test = [p for p in r18 if p.device.name != "p100"]
     # The efficiencies are fitted with the default host latency (5 ms, as before the hand-off

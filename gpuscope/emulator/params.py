@@ -73,6 +73,11 @@ class EmulatorParams:
             replaces ``class_eff[class] * arch_eff[arch]`` for the compute side of that pair
             only (memory side, tensor-core rates and every other pair unchanged). Issue 11:
             ``kepler:matmul`` = cuBLAS SGEMM on a Kepler die (docs/emulator.md, calibration).
+        arch_winograd: per-architecture exceptions to ``winograd_speedup``, ``"<arch>"`` ->
+            the speed-up of 3x3 convolutions on that architecture (issue 11, 2.4 candidate
+            "Kepler convolutions": ``kepler`` fitted on jcjohnson/cnn-benchmarks' K40c vs GTX
+            1080 cuDNN 5 times, docs/emulator.md); every other architecture keeps
+            ``winograd_speedup``.
         bw_eff: achievable fraction of memory bandwidth.
         tensor_eff: fraction of the tensor-core peak (TF32 on Ampere+, FP16/BF16 under AMP)
             that tensor-core matmuls and convolutions reach (``perf._mm_rate``).
@@ -150,6 +155,7 @@ class EmulatorParams:
     class_eff: dict[str, float] = field(default_factory=_default_class_eff)
     arch_eff: dict[str, float] = field(default_factory=_default_arch_eff)
     arch_class_eff: dict[str, float] = field(default_factory=dict)
+    arch_winograd: dict[str, float] = field(default_factory=dict)
     bw_eff: float = 0.75
     tensor_eff: float = 0.35
     winograd_speedup: float = 1.8
@@ -222,6 +228,8 @@ class EmulatorParams:
                 kw[k] = {str(era): _era_overrides(str(era), o, names) for era, o in dict(v).items()}
             elif k == "arch_class_eff":
                 kw[k] = _arch_class_table(v)
+            elif k == "arch_winograd":
+                kw[k] = _arch_winograd_table(v)
             elif isinstance(cur, dict):
                 kw[k] = {**cur, **{str(a): float(b) for a, b in v.items()}}
             else:
@@ -255,6 +263,27 @@ def _arch_class_table(v: Any) -> dict[str, float]:
         f = float(val)
         if not 0.0 < f <= 1.0:
             raise InputError(f"arch_class_eff: {key} = {f} is not a fraction of peak in (0, 1]")
+        out[str(key)] = f
+    return out
+
+
+#: Largest Winograd speed-up: F(2x2, 3x3) does 16 multiplies where the direct 3x3 does 36.
+MAX_WINOGRAD: float = 2.25
+
+
+def _arch_winograd_table(v: Any) -> dict[str, float]:
+    """``arch_winograd`` checked: known architectures, speed-ups in [1, ``MAX_WINOGRAD``]."""
+    if not isinstance(v, dict):
+        raise InputError("arch_winograd: expected a table of \"<arch>\" = 3x3 speed-up")
+    out: dict[str, float] = {}
+    for key, val in v.items():
+        if str(key) not in _default_arch_eff():
+            raise InputError(f"arch_winograd: unknown architecture {key!r} "
+                             f"(known: {', '.join(_default_arch_eff())})")
+        f = float(val)
+        if not 1.0 <= f <= MAX_WINOGRAD:
+            raise InputError(f"arch_winograd: {key} = {f} is not a 3x3 speed-up in "
+                             f"[1, {MAX_WINOGRAD}]")
         out[str(key)] = f
     return out
 

@@ -68,6 +68,11 @@ gemm_kernel_utils.h``, ``DefaultGemmType<ArchTag >= 80, float>``), whatever
 ``arch_class_eff["<arch>:<class>"]`` where one exists (``class_compute_eff``; issue 11: Kepler
 matmuls at cuBLAS SGEMM's 0.63 of peak, Kepler convolutions stay fitted on ResNet-50).
 
+3x3 convolutions (``GraphCost.winograd``) run ``winograd_speedup`` times faster (cuDNN's
+Winograd kernels), or ``arch_winograd[arch]`` where the architecture has its own figure (issue 11,
+2.4 candidate "Kepler convolutions": Kepler's fitted on published K40c vs GTX 1080 cuDNN 5 times
+of eight CNNs, docs/emulator.md).
+
 Every ``peak_i`` is the datasheet figure at boost clock times the device's ``clock_factor``
 (sustained over boost SM clock under load where the catalog cites one, e.g. the 70 W T4;
 else 1; issue 11 item 4); the memory bandwidth is not scaled (the memory clock is not
@@ -238,7 +243,8 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     """(time, memory-busy time) of every kernel of one step, seconds (module docstring)."""
     ceff = class_compute_eff(params, device.arch)
     rate = _mm_rate(cost, device, params, precision, device.fp32_tflops * 1e12 * ceff[cost.cls])
-    rate = np.where(cost.winograd, rate * params.winograd_speedup, rate)
+    wino = params.arch_winograd.get(device.arch, params.winograd_speedup)  # 3x3 convolutions
+    rate = np.where(cost.winograd, rate * wino, rate)
     work = cost.work if cost.work is not None else cost.numel
     fill = work / (work + device.sm_count * params.fill_threads_per_sm)
     byts = cost.bytes
