@@ -21,7 +21,7 @@ from gpuscope.errors import InputError
 CALIBRATION_FILE: Path = Path(__file__).with_name("calibration.json")
 #: Version of the emulator's model; bump on any change to performance, memory or traces
 #: (the bundled emulated datasets record it; ``gpuscope.emulator.bundle``).
-EMULATOR_VERSION: str = "2.3"
+EMULATOR_VERSION: str = "2.4"
 
 
 def _default_class_eff() -> dict[str, float]:
