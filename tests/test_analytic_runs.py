@@ -5,6 +5,7 @@ match the labeler on sampled series."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gpuscope.predictor.analytic_labels import noisy_kmeans, weighted_kmeans
 from gpuscope.predictor.analytic_runs import Seg, run_lengths
@@ -194,3 +195,28 @@ def test_noisy_gap_is_the_labelers_split_of_the_noisy_samples() -> None:
     # the noise-free Lloyd steps split the memory levels elsewhere (0 vs the rest)
     assert weighted_kmeans(np.array([0.0, 400.0, 470.9, 799.0]),
                            np.array([15.0, 7.0, 7.0, 530.0]))[0] == 0.0
+
+
+def test_grid_counts_are_the_samples_the_trace_takes() -> None:
+    """Without stalls the grid is where the layout puts it: each epoch's one-level phases
+    hold exactly the samples t = kP that fall in them, and the last training sample's
+    window share is what is left of training after it."""
+    from gpuscope.predictor.analytic_labels import grid_counts
+
+    P, S, epochs = 1 / 6, 6.18, 7
+    tr, ev, ck = 4.2183, 0.402, 0.2127
+    epoch = [Seg(np.full(4, 50.0), np.full(4, tr / 4), 0.04),
+             Seg(np.array([30.0]), np.array([ev])), Seg(np.array([5.0]), np.array([ck]))]
+    out = grid_counts(epoch, S, epochs, 0.0, P)
+    t = np.arange(0.0, S + epochs * (tr + ev + ck), P)
+    starts = S + np.arange(epochs) * (tr + ev + ck)
+    for k, (x, d) in enumerate(((tr, ev), (tr + ev, ck))):
+        n = np.array([np.count_nonzero((t >= a + x) & (t < a + x + d)) for a in starts])
+        assert out[k + 1].counts == pytest.approx(
+            (n.mean(), (n >= 1).mean(), np.maximum(n - 1, 0).mean()))
+    last = np.array([t[t < a + tr].max() for a in starts])
+    assert out[0].edge is not None
+    assert out[0].edge[0] == pytest.approx((starts + tr - last) / P)
+    # a stall moves the grid: d / P on average
+    moved = grid_counts(epoch, S, epochs, 50.0, P)
+    assert moved[2].counts == pytest.approx((ck / P, 1.0, ck / P - 1.0), abs=1e-9)

@@ -41,6 +41,12 @@ class Seg:
     v: np.ndarray
     w: np.ndarray
     step: float = 0.0
+    #: a one-level phase's expected samples per epoch on the trace's sample grid: (E[N],
+    #: P(N >= 1), E[max(N - 1, 0)]) (``analytic_labels.grid_counts``); None: d / P samples
+    counts: tuple[float, float, float] | None = None
+    #: a training phase's last sample on the grid, per epoch: (the share of its window
+    #: inside training, P(the grid not moved yet), epochs past these, moved)
+    edge: tuple[np.ndarray, np.ndarray, int] | None = None
 
 
 def _log_none(p: np.ndarray) -> np.ndarray:
@@ -88,6 +94,23 @@ class RunCounter:
             self.z0, self.z1 = self.z0 + _log_none(q * pj), self.z1 + _log_none(q * pi)
         self.l0, self.l1 = q * pj + (1.0 - q) * self.l0, q * pi + (1.0 - q) * self.l1
         self._masked(on, old)
+
+    def add_counted(self, pi: np.ndarray, period_s: float,
+                    counts: tuple[float, float, float]) -> None:
+        """A one-level token of N samples (``counts``: E[N], P(N >= 1), E[max(N - 1, 0)]):
+        ``add`` with the sample count's distribution instead of d / P."""
+        n, q, m = counts
+        if n <= 0:
+            return
+        pj = 1.0 - pi
+        self.c1 = self.c1 + q * pi * (1.0 - self.l1) + m * pi * pj
+        self.c0 = self.c0 + q * pj * (1.0 - self.l0) + m * pi * pj
+        self.t0, self.t1 = self.t0 + n * period_s * pj, self.t1 + n * period_s * pi
+        if n >= 1.0:
+            self.z0, self.z1 = self.z0 + n * _log_none(pj), self.z1 + n * _log_none(pi)
+        else:
+            self.z0, self.z1 = self.z0 + _log_none(q * pj), self.z1 + _log_none(q * pi)
+        self.l0, self.l1 = q * pj + (1.0 - q) * self.l0, q * pi + (1.0 - q) * self.l1
 
     def add_samples(self, pi: np.ndarray, period_s: float) -> None:
         """Consecutive whole samples (the start-up): ``pi`` is [rows x samples]."""
@@ -146,7 +169,10 @@ def _one_epoch(rc: RunCounter, epoch: list[Seg], pis: list[np.ndarray], mid: np.
     for idx, (s, pi) in enumerate(zip(epoch, pis, strict=True)):
         dur = float(s.w.sum())
         if s.step <= 0:
-            rc.add(pi[:, 0], dur, dur / period_s)
+            if s.counts is None:
+                rc.add(pi[:, 0], dur, dur / period_s)
+            else:
+                rc.add_counted(pi[:, 0], period_s, s.counts)
             if idx == 0:  # training without a step pattern (memory, CPU)
                 rc.stalls(pi[:, 0], stall_pi, stall_per_epoch, stall_s, period_s)
             continue
@@ -173,9 +199,15 @@ def _one_epoch(rc: RunCounter, epoch: list[Seg], pis: list[np.ndarray], mid: np.
         last_edge = edge if rest is None else (rest & edge)
         if last_edge.any():
             # the last training sample's window runs past the end of training: its value is
-            # the training level times U(0, 1], above the cut w.p. 1 - cut / g
+            # the training level times the share phi of the window inside training: U(0, 1]
+            # on a moved grid (above the cut w.p. 1 - cut / g), as laid out before
             g = float(np.dot(s.v, s.w) / dur)
             pe = np.maximum(0.0, 1.0 - mid / g) if g > 0 else np.zeros(mid.shape)
+            if s.edge is not None and s.edge[0].size:
+                phi, p, rest = s.edge
+                det = (g * phi[None, :] > mid[:, None]).astype(np.float64)
+                pe = ((det * p + pe[:, None] * (1.0 - p)).sum(axis=1) + rest * pe) \
+                    / (phi.size + rest)
             rc.add(pe, period_s, 1.0, on=None if last_edge.all() else last_edge)
 
 
