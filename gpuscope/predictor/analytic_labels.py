@@ -25,7 +25,8 @@ same label rules to the *phase structure* instead of to samples, so no trace is 
   straddle the threshold contributes one burst and one idle run per step that a sample can
   see (``min(1, L/P)`` of them); expected input-pipeline stalls split training runs; a
   class's mean run is weighted by the probability that the trace has a run of it at all
-  (the labeler gives 0 without one);
+  (the labeler gives 0 without one); short phases hold the samples the trace's grid puts in
+  them (``grid_counts``: deterministic until a stall moves the grid);
 * the peak: the 95th percentile of the steady-state values (from the first time memory
   reaches 90 % of its maximum), optionally of the values plus the trace's Gaussian sensor
   noise (``sensor_noise=True``: the expected label of a noisy trace).
@@ -247,8 +248,9 @@ def grid_counts(epoch: list[Seg], startup_s: float, epochs: int, stalls_per_epoc
     exactly ceil((x + d) / P) - ceil(x / P) samples, the same count epoch after epoch when
     the epoch lasts close to a whole number of samples -- until an input-pipeline stall
     (Poisson, ``stalls_per_epoch``, during training; seconds long, many samples) moves the
-    grid: from then on the count is d / P on average (floor or ceil). Epochs past
-    ``max_epochs`` count as moved."""
+    grid: from then on the count is d / P on average (floor or ceil). A training phase gets
+    the share of its last sample's window inside it per epoch (``Seg.edge``; U(0, 1] on a
+    moved grid). Epochs past ``max_epochs`` count as moved."""
     e = np.arange(min(max(int(epochs), 0), max_epochs), dtype=np.float64)
     length = float(sum(float(s.w.sum()) for s in epoch))
     out, x = [], 0.0
