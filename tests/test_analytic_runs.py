@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gpuscope.predictor.analytic_labels import noisy_kmeans, weighted_kmeans
-from gpuscope.predictor.analytic_runs import Seg, run_lengths
+from gpuscope.predictor.analytic_runs import Seg, grid_counts, run_lengths
 from gpuscope.profiling.labeling import kmeans_threshold
 from gpuscope.profiling.labeling import run_lengths as trace_runs
 
@@ -201,8 +201,6 @@ def test_grid_counts_are_the_samples_the_trace_takes() -> None:
     """Without stalls the grid is where the layout puts it: each epoch's one-level phases
     hold exactly the samples t = kP that fall in them, and the last training sample's
     window share is what is left of training after it."""
-    from gpuscope.predictor.analytic_labels import grid_counts
-
     P, S, epochs = 1 / 6, 6.18, 7
     tr, ev, ck = 4.2183, 0.402, 0.2127
     epoch = [Seg(np.full(4, 50.0), np.full(4, tr / 4), 0.04),

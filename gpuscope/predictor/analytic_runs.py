@@ -163,6 +163,50 @@ class RunCounter:
         self._masked(on, old)
 
 
+def grid_counts(epoch: list[Seg], startup_s: float, epochs: int, stalls_per_epoch: float,
+                period_s: float, max_epochs: int = 4096) -> list[Seg]:
+    """The one-level segments of ``epoch`` with their sample counts on the trace's grid
+    (``Seg.counts``, the mean over the epochs). The trace samples at t = kP and lays the
+    epochs out back to back from the end of the start-up, so a phase [x, x + d) holds
+    exactly ceil((x + d) / P) - ceil(x / P) samples, the same count epoch after epoch when
+    the epoch lasts close to a whole number of samples -- until an input-pipeline stall
+    (Poisson, ``stalls_per_epoch``, during training; seconds long, many samples) moves the
+    grid: from then on the count is d / P on average (floor or ceil). A training phase gets
+    the share of its last sample's window inside it per epoch (``Seg.edge``; U(0, 1] on a
+    moved grid). Epochs past ``max_epochs`` count as moved."""
+    e = np.arange(min(max(int(epochs), 0), max_epochs), dtype=np.float64)
+    length = float(sum(float(s.w.sum()) for s in epoch))
+    out, x = [], 0.0
+    for k, s in enumerate(epoch):
+        d = float(s.w.sum())
+        if e.size == 0:
+            out.append(s)
+            continue
+        if s.step > 0:  # training's last sample (window share phi inside it), after stalls
+            end = startup_s + e * length + x + d
+            phi = (end - period_s * (np.ceil(end / period_s) - 1.0)) / period_s
+            out.append(Seg(s.v, s.w, s.step, edge=(
+                phi, np.exp(-stalls_per_epoch * (e + 1.0)), max(int(epochs), 0) - e.size)))
+            x += d
+            continue
+        a = startup_s + e * length + x
+        nd = np.ceil((a + d) / period_s) - np.ceil(a / period_s)
+        # the grid is where it was laid out while no stall came before the phase (training
+        # is phase 0: its own stalls come after its first samples)
+        p = np.exp(-stalls_per_epoch * (e + (1.0 if k > 0 else 0.0)))
+        u = d / period_s
+        n = p * nd + (1.0 - p) * u
+        q = p * (nd >= 1.0) + (1.0 - p) * min(1.0, u)
+        m = p * np.maximum(nd - 1.0, 0.0) + (1.0 - p) * max(u - 1.0, 0.0)
+        rest = max(int(epochs), 0) - e.size  # past max_epochs: moved
+        tot = float(e.size + rest)
+        out.append(Seg(s.v, s.w, s.step, (
+            (float(n.sum()) + rest * u) / tot, (float(q.sum()) + rest * min(1.0, u)) / tot,
+            (float(m.sum()) + rest * max(u - 1.0, 0.0)) / tot)))
+        x += d
+    return out
+
+
 def _one_epoch(rc: RunCounter, epoch: list[Seg], pis: list[np.ndarray], mid: np.ndarray,
                split: np.ndarray, period_s: float, stall_pi: np.ndarray,
                stall_per_epoch: float, stall_s: float) -> None:
