@@ -1,0 +1,66 @@
+"""Time the first ``predict`` of 10,000 jobs on 16 GPU types, and the analytic labels in it
+(issue 13 speed goal; the cold part of ``predictor_goals.py``'s speed line).
+
+The queue and devices are ``predictor_goals.speed_section``'s (seed 001 Tables 3 and 4 at
+100 steps per epoch, the first 16 catalog devices), predicted with the bundled multi-device
+checkpoint; the graphs are loaded before the clock starts (cached on disk), so the time is
+the features (emulator estimate, analytic labels) and the models. Usage:
+
+    python benchmarks/predict_first_call.py [--checkpoint datasets/checkpoints/multi.pt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--checkpoint", default=str(ROOT / "datasets" / "checkpoints" / "multi.pt"))
+    a = ap.parse_args()
+    import gpuscope.predictor.physics as ph
+    from gpuscope.devices import load_catalog
+    from gpuscope.jobs import table_jobs
+    from gpuscope.predictor.physpredict import PhysicsPredictor
+
+    devices = list(load_catalog())[:16]
+    jobs = table_jobs(3, steps_per_epoch=100) + table_jobs(4, steps_per_epoch=100)
+    queue = [jobs[i % len(jobs)].with_(job_id=f"q{i}") for i in range(10_000)]
+    builder = ph.FeatureBuilder()
+    for j in jobs:
+        builder.graph_entry(j)
+    pred = PhysicsPredictor(a.checkpoint, device=devices[0], builder=builder)
+    labels = ph.analytic_labels
+    spent = [0.0, 0]
+
+    def timed(*args: Any, **kw: Any) -> dict[str, float]:
+        t = time.perf_counter()
+        out = labels(*args, **kw)
+        spent[0] += time.perf_counter() - t
+        spent[1] += 1
+        return out
+
+    ph.analytic_labels = timed  # type: ignore[assignment]
+    t0 = time.perf_counter()
+    n = len(pred.predict(queue, devices=devices))
+    cold = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    pred.predict(queue, devices=devices)
+    warm = time.perf_counter() - t1
+    print(f"predict 10,000 jobs x {len(devices)} GPU types ({n} rows, {len(jobs)} distinct jobs):"
+          f" first call {cold:.2f} s, of which analytic labels {spent[0]:.2f} s in {spent[1]} "
+          f"calls ({1e3 * spent[0] / max(spent[1], 1):.2f} ms each); warm {warm:.3f} s "
+          f"(load {os.getloadavg()[0]:.1f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
