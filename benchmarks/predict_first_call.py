@@ -1,9 +1,9 @@
 """Time the first ``predict`` of 10,000 jobs on 16 GPU types, and the analytic labels in it
 (issue 13 speed goal; the cold part of ``predictor_goals.py``'s speed line).
 
-The queue and devices are ``predictor_goals.speed_section``'s (seed 001 Tables 3 and 4 at
-100 steps per epoch, the first 16 catalog devices), predicted with the bundled multi-device
-checkpoint; the graphs are loaded before the clock starts (cached on disk), so the time is
+The queue and devices are ``speed_queue()`` (seed 001 Tables 3 and 4 at 100 steps per epoch,
+the first 16 catalog devices; ``predictor_goals.speed_section`` uses the same), predicted
+with the bundled multi-device checkpoint; the graphs are loaded before the clock starts (cached on disk), so the time is
 the features (emulator estimate, analytic labels) and the models. Usage:
 
     python benchmarks/predict_first_call.py [--checkpoint datasets/checkpoints/multi.pt]
@@ -22,18 +22,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def speed_queue() -> tuple[list[Any], list[Any], list[Any]]:
+    """(distinct jobs, the 10,000-job queue, 16 GPU types) of the predict-speed goal: seed 001
+    Tables 3 and 4 at 100 steps per epoch, repeated; the first 16 catalog devices."""
+    from gpuscope.devices import load_catalog
+    from gpuscope.jobs import table_jobs
+
+    jobs = table_jobs(3, steps_per_epoch=100) + table_jobs(4, steps_per_epoch=100)
+    queue = [jobs[i % len(jobs)].with_(job_id=f"q{i}") for i in range(10_000)]
+    return jobs, queue, list(load_catalog())[:16]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoint", default=str(ROOT / "datasets" / "checkpoints" / "multi.pt"))
     a = ap.parse_args()
     import gpuscope.predictor.physics as ph
-    from gpuscope.devices import load_catalog
-    from gpuscope.jobs import table_jobs
     from gpuscope.predictor.physpredict import PhysicsPredictor
 
-    devices = list(load_catalog())[:16]
-    jobs = table_jobs(3, steps_per_epoch=100) + table_jobs(4, steps_per_epoch=100)
-    queue = [jobs[i % len(jobs)].with_(job_id=f"q{i}") for i in range(10_000)]
+    jobs, queue, devices = speed_queue()
     builder = ph.FeatureBuilder()
     for j in jobs:
         builder.graph_entry(j)

@@ -311,9 +311,8 @@ def plot_measured(piv, path: Path, pick: str = "auto") -> None:  # type: ignore[
 
 def speed_section(builder, data, corpus: str) -> None:  # type: ignore[no-untyped-def]
     import numpy as np
+    from predict_first_call import speed_queue
 
-    from gpuscope.devices import load_catalog
-    from gpuscope.jobs import table_jobs
     from gpuscope.predictor.physpredict import PhysicsPredictor, fit_physics
 
     load = os.getloadavg()[0]
@@ -325,9 +324,7 @@ def speed_section(builder, data, corpus: str) -> None:  # type: ignore[no-untype
           f"rows): {cpu:.1f} s CPU, {wall:.1f} s wall "
           f"(load {load:.1f}) -> {'MET' if wall <= 300 else 'NOT MET'} (<= 5 min)")
     ck = fit_physics(data, device="multi")
-    devices = list(load_catalog())[:16]
-    jobs = table_jobs(3, steps_per_epoch=100) + table_jobs(4, steps_per_epoch=100)
-    queue = [jobs[i % len(jobs)].with_(job_id=f"q{i}") for i in range(10_000)]
+    _, queue, devices = speed_queue()
     pred = PhysicsPredictor(ck, device=devices[0], builder=builder)
     t1 = time.perf_counter()
     pred.predict(queue, devices=devices)

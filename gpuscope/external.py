@@ -46,6 +46,15 @@ def gavel_entries(data: dict[str, Any]) -> Iterator[tuple[str, str, int, dict[st
             yield dev, job_type, int(n), val
 
 
+def parse_job_type(name: str) -> tuple[str, int]:
+    """A Gavel job type's model and batch size: ``"ResNet-18 (batch size 32)"`` ->
+    ``("ResNet-18", 32)``; 0 for a job type without one (``"A3C"``, ``"CycleGAN"``)."""
+    if "(batch size" in name:
+        base, rest = name.split("(batch size", 1)
+        return base.strip(), int(rest.strip(" )"))
+    return name.strip(), 0
+
+
 #: Columns of a Gavel MSR trace (tab-separated, no header): one job a line.
 GAVEL_TRACE_COLUMNS: list[str] = ["job_type", "command", "steps_arg", "needs_data",
                                   "total_steps", "arrival_s", "gpus"]

@@ -7,8 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import torch
-from torch import nn
+from train_step import rl_step_cost
 
 from gpuscope.devices import get_device
 from gpuscope.emulator import EmulatorParams
@@ -19,37 +18,20 @@ from gpuscope.emulator.hostwork import (
     sparse_batch_host_s,
     sparse_densify_s,
 )
-from gpuscope.emulator.perf import GraphCost, estimate, gpu_times
-from gpuscope.graphs.torch_frontend import trace_train_step
+from gpuscope.emulator.perf import estimate, gpu_times
 
 P = EmulatorParams()
 JOB = FidelityJob("a3c", "pong", "adam", 1)
 
 
-def _cost(**meta: object) -> GraphCost:
-    torch.manual_seed(0)
-    net = nn.Sequential(nn.Flatten(), nn.Linear(80 * 80, 256), nn.ReLU(), nn.Linear(256, 6)).to("meta")
-    opt = torch.optim.Adam(net.parameters(), amsgrad=True)
-
-    def step(b: tuple[torch.Tensor]) -> torch.Tensor:
-        opt.zero_grad()
-        loss = sum(net(b[0][t:t + 1]).sum() for t in range(4))
-        loss.backward()
-        opt.step()
-        return loss
-
-    g = trace_train_step(step, (torch.empty(4, 1, 80, 80, device="meta"),), net, [opt], meta=meta)
-    return GraphCost.from_graph(g, 1)
-
-
 def test_supervised_graph_has_no_host_work() -> None:
-    assert host_serial_times(_cost(), JOB, get_device("v100"), P) == (0.0, 0.0)
+    assert host_serial_times(rl_step_cost(), JOB, get_device("v100"), P) == (0.0, 0.0)
 
 
 @pytest.mark.parametrize("dev", ["k80", "v100", "h100"])
 def test_environment_steps_and_host_optimizer_add_serial_time(dev: str) -> None:
     d = get_device(dev)
-    plain, rl = _cost(), _cost(env_steps=20, host_optimizer=True)
+    plain, rl = rl_step_cost(), rl_step_cost(env_steps=20, host_optimizer=True)
     t_env, t_update = host_serial_times(rl, JOB, d, P)
     # 20 environment steps at the frames kind's CPU cost on this host, at least
     assert t_env >= 20 * P.cpu_ms_per_kind["frames"] * 1e-3 / d.host_single_core
@@ -64,7 +46,7 @@ def test_environment_steps_and_host_optimizer_add_serial_time(dev: str) -> None:
 
 def test_workers_share_the_gpu() -> None:
     d = get_device("v100")
-    one, four = _cost(), _cost(workers=4)
+    one, four = rl_step_cost(), rl_step_cost(workers=4)
     t_gpu = gpu_times(one, d, P)[0]
     e1, e4 = estimate(JOB, one, d, P), estimate(JOB, four, d, P)
     assert e4.iter_s >= 4 * t_gpu and e4.iter_s >= e1.iter_s
@@ -87,7 +69,7 @@ def test_gavel_a3c_step_is_the_worker_loop() -> None:
 
 
 # --- sparse batches built on the host (Gavel's Recommendation) ----------------------------
-SPARSE = dataclasses.replace(_cost(), sparse_nnz_per_sample=100.0, sparse_dense_width=20_000)
+SPARSE = dataclasses.replace(rl_step_cost(), sparse_nnz_per_sample=100.0, sparse_dense_width=20_000)
 REC = FidelityJob("rec_autoencoder", "ml20m", "adam", 1024)
 
 
@@ -102,14 +84,14 @@ def test_sparse_batch_host_time_by_hand() -> None:
     # the catalog's V100 host (0.716 of the reference core) is slower than the K80's (0.8)
     assert sparse_batch_host_s(SPARSE, 1024, get_device("v100"), P) == pytest.approx(
         sparse_batch_host_s(SPARSE, 1024, get_device("k80"), P) * 0.8 / 0.716)
-    assert sparse_batch_host_s(_cost(), 1024, get_device("v100"), P) == 0.0
+    assert sparse_batch_host_s(rl_step_cost(), 1024, get_device("v100"), P) == 0.0
 
 
 def test_sparse_batch_copy_and_densify_by_hand() -> None:
     # COO copy: 102,400 x (two int64 indices + one float32) + 1024 int64 user ids
     assert batch_h2d_bytes(SPARSE, REC) == 102_400 * 20 + 8 * 1024
     # dense batch for a dense graph: 1024 samples of ML-20M's 26,744 FP32 features
-    assert batch_h2d_bytes(_cost(), REC) == 1024 * 26_744 * 4
+    assert batch_h2d_bytes(rl_step_cost(), REC) == 1024 * 26_744 * 4
     # to_dense on a V100: 1024 x 20,000 FP32 zeros + 102,400 x 20 B at 900 GB/s x 0.75, two launches
     assert sparse_densify_s(SPARSE, 1024, get_device("v100"), P) == pytest.approx(
         83_968_000 / 675e9 + 6e-6, rel=1e-9)
@@ -117,7 +99,7 @@ def test_sparse_batch_copy_and_densify_by_hand() -> None:
 
 def test_sparse_batch_is_serial_with_the_step() -> None:
     d = get_device("v100")
-    e0, e1 = estimate(REC, _cost(), d, P), estimate(REC, SPARSE, d, P)
+    e0, e1 = estimate(REC, rl_step_cost(), d, P), estimate(REC, SPARSE, d, P)
     t_batch = sparse_batch_host_s(SPARSE, 1024, d, P)
     # no loader workers: the batch is built on the main thread, the device waits for it
     assert e1.t_pipeline_s == 0.0 < e0.t_pipeline_s
@@ -141,10 +123,10 @@ def test_bottleneck_counts_host_work_and_shared_gpu() -> None:
     """The bottleneck label compares what the step waits for: host work the device waits for
     belongs to the main thread (``dispatch``), and 4 workers sharing the GPU load it 4 times."""
     d = get_device("k80")
-    e = estimate(JOB, _cost(env_steps=5000), d, P)
-    t_env, _ = host_serial_times(_cost(env_steps=5000), JOB, d, P)
+    e = estimate(JOB, rl_step_cost(env_steps=5000), d, P)
+    t_env, _ = host_serial_times(rl_step_cost(env_steps=5000), JOB, d, P)
     assert t_env > 10 * max(e.t_gpu_s, e.t_dispatch_s) and e.bottleneck == "dispatch"
     # this graph alone dispatches longer than the K80 computes it, but not 4 workers' worth
-    e1, e4 = estimate(JOB, _cost(), d, P), estimate(JOB, _cost(workers=4), d, P)
+    e1, e4 = estimate(JOB, rl_step_cost(), d, P), estimate(JOB, rl_step_cost(workers=4), d, P)
     assert e1.t_gpu_s < e1.t_dispatch_s < 4 * e4.t_gpu_s
     assert (e1.bottleneck, e4.bottleneck) == ("dispatch", "gpu")

@@ -9,8 +9,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-import torch
-from torch import nn
+from train_step import rl_step_cost
 
 from gpuscope.devices import get_device
 from gpuscope.emulator import EmulatorParams
@@ -18,7 +17,6 @@ from gpuscope.emulator.calibrate import Point, colocation_errors, fit_ctx_switch
 from gpuscope.emulator.fidelity import FidelityJob, colocation_points
 from gpuscope.emulator.hostwork import dispatched_gpu_kernels, time_sliced_gpu_s
 from gpuscope.emulator.perf import GraphCost, estimate
-from gpuscope.graphs.torch_frontend import trace_train_step
 
 JOB = FidelityJob("a3c", "pong", "adam", 1)
 #: no per-tensor loops, Volta at half efficiency: the switch costs ctx_switch_us / 0.5
@@ -60,27 +58,10 @@ def test_kernels_issued_one_by_one() -> None:
     assert dispatched_gpu_kernels(h, loops) == 1 + 1 + 0 + 3
 
 
-def _traced(workers: int) -> GraphCost:
-    torch.manual_seed(0)
-    net = nn.Sequential(nn.Flatten(), nn.Linear(80 * 80, 256), nn.ReLU(), nn.Linear(256, 6)).to("meta")
-    opt = torch.optim.Adam(net.parameters())
-
-    def step(b: tuple[torch.Tensor]) -> torch.Tensor:
-        opt.zero_grad()
-        loss = sum(net(b[0][t:t + 1]).sum() for t in range(4))
-        loss.backward()
-        opt.step()
-        return loss
-
-    g = trace_train_step(step, (torch.empty(4, 1, 80, 80, device="meta"),), net, [opt],
-                         meta={"workers": workers})
-    return GraphCost.from_graph(g, 1)
-
-
 @pytest.mark.parametrize("dev", ["k80", "v100"])
 def test_estimate_waits_for_the_switches(dev: str) -> None:
     d, p = get_device(dev), EmulatorParams().with_(ctx_switch_us=40.0)
-    one, four = _traced(1), _traced(4)
+    one, four = rl_step_cost(workers=1), rl_step_cost(workers=4)
     # a single process never switches: other jobs are unchanged by the constant
     assert estimate(JOB, one, d, p).iter_s == estimate(JOB, one, d, EmulatorParams()).iter_s
     e0, e = estimate(JOB, four, d, EmulatorParams()), estimate(JOB, four, d, p)
@@ -91,7 +72,7 @@ def test_estimate_waits_for_the_switches(dev: str) -> None:
 
 
 def test_colocation_points_and_fit_recover_the_switch_cost() -> None:
-    single = [Point(JOB, _traced(1), get_device(d), 1.0, 1, "A3C-b1") for d in ("k80", "p100", "v100")]
+    single = [Point(JOB, rl_step_cost(workers=1), get_device(d), 1.0, 1, "A3C-b1") for d in ("k80", "p100", "v100")]
     data = {"k80": {"('A3C', 1)": {"null": 4.0, "('A3C', 1)": [1.8, 1.8]}},
             "p100": {"('A3C', 1)": {"null": 4.0, "('A3C', 1)": [0.0, 0.0]}}}  # did not run
     pts = colocation_points(data, single)

@@ -179,7 +179,8 @@ def test_score_uses_training_ranges() -> None:
 
 
 def test_gavel_rows() -> None:
-    from gpuscope.predictor.gavel_tl import load_gavel, parse_job_type
+    from gpuscope.external import parse_job_type
+    from gpuscope.predictor.gavel_tl import load_gavel
 
     assert parse_job_type("ResNet-18 (batch size 32)") == ("ResNet-18", 32)
     assert parse_job_type("A3C") == ("A3C", 0)

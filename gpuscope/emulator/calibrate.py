@@ -33,7 +33,7 @@ from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import MAX_WINOGRAD, EmulatorParams
 from gpuscope.emulator.perf import EmulatedJob, GraphCost, estimate, gpu_times
 from gpuscope.errors import InputError
-from gpuscope.external import gavel_entries
+from gpuscope.external import gavel_entries, parse_job_type
 from gpuscope.jobs import JobSpec
 
 
@@ -144,8 +144,7 @@ def load_gavel(path: str | Path) -> pd.DataFrame:
         thr = float(val.get("null", 0.0))
         if thr <= 0:
             continue
-        model, _, rest = job_type.partition(" (batch size ")
-        bs = int(rest.rstrip(")")) if rest else 0
+        model, bs = parse_job_type(job_type)
         rows.append({"device": dev, "job_type": job_type, "model": model, "batch_size": bs,
                      "n_gpus": n, "steps_per_s": thr})
     return pd.DataFrame(rows)

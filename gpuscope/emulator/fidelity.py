@@ -24,7 +24,7 @@ from gpuscope.emulator.calibrate import Point
 from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import EmulatorParams
 from gpuscope.emulator.perf import GraphCost, estimate
-from gpuscope.external import gavel_entries
+from gpuscope.external import gavel_entries, parse_job_type
 from gpuscope.jobs import DATASETS, DatasetSpec
 
 #: Gavel model -> (gpuscope model, dataset, optimizer). ResNet-50 is the catalog's.
@@ -171,10 +171,10 @@ def colocation_points(data: dict[str, Any], single: list[Point],
         alone = float(entry.get("null", 0.0) or 0.0)
         if not pair or float(pair[0]) <= 0 or alone <= 0:
             continue
-        model, _, rest = job_type.partition(" (batch size ")
+        model, batch = parse_job_type(job_type)
         if families is not None and model not in families:
             continue
-        label = f"{model}-b{int(rest.rstrip(')')) if rest else 1}"
+        label = f"{model}-b{batch or 1}"
         p = by.get((label, dev))
         if p is not None:
             out.append(Point(p.job, replace(p.cost, workers=2 * p.cost.workers), p.device,

@@ -197,6 +197,14 @@ def per_tensor_extra_dispatch(cost: GraphCost) -> float:
     return float((cost.opt_tensors - 1.0).sum()) + float(cost.n_param_tensors)
 
 
+def per_tensor_kernels(cost: GraphCost, params: EmulatorParams) -> np.ndarray | float:
+    """Kernels each traced kernel is on the GPU: in a ``per_tensor_optimizer`` era (PyTorch
+    1.x) a foreach optimizer kernel is one kernel per parameter tensor; 1 otherwise."""
+    if params.per_tensor_optimizer > 0 and cost.opt_tensors is not None:
+        return 1.0 + params.per_tensor_optimizer * (cost.opt_tensors - 1.0)
+    return 1.0
+
+
 def zero_grad_gpu_s(cost: GraphCost, device: DeviceSpec, params: EmulatorParams) -> float:
     """GPU time of a per-tensor ``zero_grad`` (one memset kernel per gradient: its launch and
     the gradient bytes written); 0 for foreach-era software, which sets gradients to None."""
@@ -212,9 +220,7 @@ def dispatched_gpu_kernels(cost: GraphCost, params: EmulatorParams) -> float:
     node's per-timestep kernels come from one cuDNN call in a burst and count once), each
     foreach optimizer kernel once per parameter tensor in a ``per_tensor_optimizer`` era, a
     per-tensor ``zero_grad``'s memsets; a host-side optimizer's kernels do not run on the GPU."""
-    n = np.ones(len(cost.flops), dtype=np.float64)
-    if params.per_tensor_optimizer > 0 and cost.opt_tensors is not None:
-        n = 1.0 + params.per_tensor_optimizer * (cost.opt_tensors - 1.0)
+    n = np.broadcast_to(per_tensor_kernels(cost, params), len(cost.flops))
     if cost.host_optimizer and cost.optimizer is not None:
         n = np.where(cost.optimizer, 0.0, n)
     zero = cost.n_param_tensors if params.per_tensor_optimizer > 0 else 0

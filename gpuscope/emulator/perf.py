@@ -124,6 +124,7 @@ from gpuscope.emulator.hostwork import (
     cpu_ms_per_sample,
     host_serial_times,
     loader_times,
+    per_tensor_kernels,
     sparse_batch_host_s,
     sparse_densify_s,
     time_sliced_gpu_s,
@@ -266,8 +267,7 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     bw = achievable_bw(device, params) * fill
     t_mem = byts / bw
     launches = 1.0 if cost.steps is None else np.where(cost.steps > 0, cost.steps * RNN_KERNELS_PER_STEP, 1.0)
-    if params.per_tensor_optimizer > 0 and cost.opt_tensors is not None:  # one kernel per tensor
-        launches = launches * (1.0 + params.per_tensor_optimizer * (cost.opt_tensors - 1.0))
+    launches = launches * per_tensor_kernels(cost, params)
     t_op = np.maximum(t_flop, t_mem) + params.launch_us * 1e-6 * launches
     if params.amp_layout_passes > 0 and _half_tensor_convs(cost, device, precision):
         # NCHW activations: cuDNN's half-precision tensor-core kernels work in NHWC, so each

@@ -255,6 +255,7 @@ def _one_epoch(rc: RunCounter, epoch: list[Seg], pis: list[np.ndarray], mid: np.
             rc.add(pe, period_s, 1.0, on=None if last_edge.all() else last_edge)
 
 
+@np.errstate(divide="ignore", invalid="ignore")  # log(1 - p) at p = 1 (``_log_none``)
 def run_lengths(st_pi: np.ndarray, epoch: list[Seg], pis: list[np.ndarray], mid: np.ndarray,
                 split: np.ndarray, epochs: int, period_s: float, stall_pi: np.ndarray,
                 stall_per_epoch: float, stall_s: float, p_some: bool = True
@@ -268,15 +269,6 @@ def run_lengths(st_pi: np.ndarray, epoch: list[Seg], pis: list[np.ndarray], mid:
     tokens are walked once, from three start states at once (no sample seen, idle, burst),
     and the epochs are iterated on the map. A cut whose end-of-epoch state repeats is
     periodic: every further epoch adds what the last one did."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return _run_lengths(st_pi, epoch, pis, mid, split, epochs, period_s, stall_pi,
-                            stall_per_epoch, stall_s, p_some)
-
-
-def _run_lengths(st_pi: np.ndarray, epoch: list[Seg], pis: list[np.ndarray], mid: np.ndarray,
-                 split: np.ndarray, epochs: int, period_s: float, stall_pi: np.ndarray,
-                 stall_per_epoch: float, stall_s: float, p_some: bool
-                 ) -> tuple[np.ndarray, np.ndarray]:
     c = st_pi.shape[0]
     st = RunCounter(c)
     st.add_samples(st_pi, period_s)
@@ -293,12 +285,12 @@ def _run_lengths(st_pi: np.ndarray, epoch: list[Seg], pis: list[np.ndarray], mid
     c0, c1, l0, l1 = st.c0, st.c1, st.l0, st.l1
     done = np.zeros(c, bool)
     out0, out1 = np.zeros(c), np.zeros(c)
-    seen: list[tuple[np.ndarray, np.ndarray]] = []
+    last: list[tuple[np.ndarray, np.ndarray]] = []  # the last two epochs' end states
     n_ep = max(int(epochs), 0)
     for k in range(n_ep):
         per = np.zeros(c, bool)
-        if k >= 2:
-            (a0, a1), (b0, b1) = seen[-1], seen[-2]
+        if len(last) == 2:
+            (b0, b1), (a0, a1) = last
             per = ~done & (np.abs(a0 - b0) <= _PERIODIC_ATOL + _PERIODIC_RTOL * np.abs(b0)) \
                 & (np.abs(a1 - b1) <= _PERIODIC_ATOL + _PERIODIC_RTOL * np.abs(b1))
         d0, d1 = lin(ep.c0, l0, l1), lin(ep.c1, l0, l1)
@@ -311,7 +303,7 @@ def _run_lengths(st_pi: np.ndarray, epoch: list[Seg], pis: list[np.ndarray], mid
             done |= per
             if done.all():
                 break
-        seen.append((l0, l1))
+        last = [*last[-1:], (l0, l1)]
     c0, c1 = np.where(done, out0, c0), np.where(done, out1, c1)
     t0, t1 = st.t0 + n_ep * ep.t0[:c], st.t1 + n_ep * ep.t1[:c]
     z0, z1 = (st.z0 + n_ep * ep.z0[:c], st.z1 + n_ep * ep.z1[:c]) if n_ep else (st.z0, st.z1)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.errors import InputError
-from gpuscope.external import gavel_dir, gavel_entries
+from gpuscope.external import gavel_dir, gavel_entries, parse_job_type
 from gpuscope.jobs import JobSpec
 from gpuscope.predictor.mlp import MaskedMLP
 from gpuscope.predictor.physics import STEP_FEATURES, FeatureBuilder
@@ -42,14 +42,6 @@ GAVEL_MODELS: dict[str, tuple[str, str, str, int]] = {
     "CycleGAN": ("cyclegan", "monet2photo", "adam", 1),
     "A3C": ("a3c", "pong", "adam", 1),
 }
-
-
-def parse_job_type(name: str) -> tuple[str, int]:
-    """``"ResNet-18 (batch size 32)"`` → ("ResNet-18", 32); no batch size → 0."""
-    if "(batch size" in name:
-        base, rest = name.split("(batch size", 1)
-        return base.strip(), int(rest.strip(" )"))
-    return name.strip(), 0
 
 
 def load_gavel(path: str | Path | None = None) -> pd.DataFrame:
