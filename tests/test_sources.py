@@ -45,6 +45,26 @@ def test_module_graph_has_its_parameters(tmp_path) -> None:
     assert any("nll_loss" in n.op for n in g.nodes)
 
 
+_READS_VALUES = """
+import torch
+from torch import nn
+
+def build():
+    widths = [int(w) for w in torch.linspace(32, 64, 2).tolist()]  # a value read in __init__
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, widths[0]), nn.ReLU(),
+                         nn.Linear(widths[0], widths[1]), nn.ReLU(), nn.Linear(widths[1], 10))
+"""
+
+
+@pytest.mark.parametrize("precision", ["fp32", "amp-bf16"])
+def test_module_reading_tensor_values_in_init_traces(tmp_path, precision: str) -> None:
+    """A factory whose constructor reads a tensor's values builds on meta (fp32) and fake
+    (AMP) tensors through ``sources.construct``'s CPU fallback, with all its parameters."""
+    (tmp_path / "rv.py").write_text(_READS_VALUES)
+    g = export_graph(_job(f"{tmp_path / 'rv.py'}:build", precision=precision))
+    assert g.meta["param_count"] == 3072 * 32 + 32 + 32 * 64 + 64 + 64 * 10 + 10
+
+
 def test_example_module_traces_in_bf16() -> None:
     job = JobSpec.from_dict({"module": f"{EXAMPLE}:build", "dataset": "tokens:seq=128",
                              "optimizer": "adamw", "batch_size": 8, "epochs": 1,

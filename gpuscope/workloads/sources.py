@@ -87,7 +87,7 @@ def call_factory(module: str, dataset: DatasetSpec | None = None) -> tuple[nn.Mo
     except (TypeError, ValueError):
         params = []
     try:
-        out: Any = fn(dataset) if params else fn()
+        out: Any = construct(lambda: fn(dataset) if params else fn())
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001
@@ -248,6 +248,20 @@ def params_on_meta() -> Iterator[None]:
         nn.Module.register_buffer = reg_buffer  # type: ignore[method-assign]
 
 
+def construct(build: Callable[[], Any]) -> Any:
+    """``build()`` on the default device; where that is ``meta`` and the constructor reads a
+    tensor's values (ConvNeXt's drop-path schedule: ``torch.linspace(...).tolist()``), which
+    meta and fake tensors cannot answer, ``build()`` again on the CPU, outside any fake mode,
+    with every parameter and buffer sent to meta as it is registered."""
+    try:
+        return build()
+    except (NotImplementedError, DataDependentOutputException):
+        if torch.get_default_device().type != "meta":
+            raise
+        with unset_fake_temporarily(), torch.device("cpu"), params_on_meta():
+            return build()
+
+
 def build_hf(spec: str, ds: DatasetSpec) -> tuple[nn.Module, str]:
     """Build an ``hf`` source for ``ds`` on the current default device: ``(module, kind)``."""
     import transformers
@@ -275,17 +289,7 @@ def build_hf(spec: str, ds: DatasetSpec) -> tuple[nn.Module, str]:
         # transformers picks through config.architectures, which a fresh config lacks
         config.architectures = [names[0]]
     try:
-        try:
-            model = auto.from_config(config)
-        except (NotImplementedError, DataDependentOutputException):
-            if torch.get_default_device().type != "meta":
-                raise
-            # a constructor that reads a tensor's values (ConvNeXt's drop-path schedule:
-            # ``torch.linspace(...).tolist()``) cannot run on meta or fake tensors: build on
-            # the CPU, outside any fake mode, with every parameter and buffer sent to meta as
-            # it is registered
-            with unset_fake_temporarily(), torch.device("cpu"), params_on_meta():
-                model = auto.from_config(config)
+        model = construct(lambda: auto.from_config(config))
     except (ValueError, TypeError, AttributeError, AssertionError, RuntimeError) as e:
         raise InputError(f"--hf {spec}: cannot build the model: {_first_line(e)}") from None
     kind = {"image": "classifier", "seq2seq": "seq2seq"}.get(task, "lm")
