@@ -320,8 +320,10 @@ def main() -> None:
     # and the cited per-(architecture, op class) efficiencies (issue 11: cuBLAS SGEMM on Kepler)
     # and per-architecture 3x3 speed-ups (Kepler: benchmarks/emulator_kepler_convs.py)
     eras = default_params().host_eras
+    # and the kernel model's DRAM latency (0: the fill model; perf.py "Memory latency")
     prior = EmulatorParams(host_eras=eras, arch_class_eff=default_params().arch_class_eff,
-                           arch_winograd=default_params().arch_winograd)
+                           arch_winograd=default_params().arch_winograd,
+                           mem_latency_us=default_params().mem_latency_us)
     r18_fit = [p for p in r18 if p.device.name == "p100"]
     r18_test = [p for p in r18 if p.device.name != "p100"]
     # The efficiencies are fitted with the default host latency (5 ms, as before the hand-off

@@ -15,9 +15,12 @@ every catalog device, it prints two shares:
   an upper bound, what a step would pay if it were GPU-bound.
 
 * ``share_above_floor`` = the same share once each scalar kernel's launch floor (``launch_us``,
-  what any kernel costs) is taken off: the part of a scalar kernel's time that depends on how
-  its parallelism is modelled (emulator 1's error). What is left is bandwidth: a loss reading a
-  large input.
+  what any kernel costs) is taken off. What is left is bandwidth (a loss reading a large input)
+  and whatever the parallelism model adds.
+* ``share_residual`` = the same once the floor and each scalar kernel's input read at full
+  achievable bandwidth (``bytes / bw``) are taken off: the part that depends on how the
+  kernel's parallelism is modelled (emulator 1's error; the fill model's latency on tiny
+  kernels, ``--params`` with ``mem_latency_us`` > 0 to try the Little's-law candidate).
 
 A job whose kernels are mostly scalar (Gavel's A3C acts with batch 1: value head, sampled
 action, loss terms) misses the 2 % literally on launch floors of kernels PyTorch really
@@ -38,9 +41,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpuscope.devices import load_catalog, parse_device_list  # noqa: E402
-from gpuscope.emulator import default_params  # noqa: E402
+from gpuscope.emulator import EmulatorParams, default_params  # noqa: E402
 from gpuscope.emulator.calibrate import load_gavel  # noqa: E402
 from gpuscope.emulator.fidelity import GAVEL_FAMILIES, FidelityJob, gavel_cost  # noqa: E402
+from gpuscope.emulator.hostwork import achievable_bw  # noqa: E402
 from gpuscope.emulator.perf import GraphCost, estimate, kernel_times  # noqa: E402
 from gpuscope.external import data_dir  # noqa: E402
 from gpuscope.graphs import GraphCache  # noqa: E402
@@ -70,10 +74,12 @@ def _jobs(cache: GraphCache) -> list[tuple[str, object, GraphCost]]:
     return out
 
 
-def scalar_table(devices: str = "all", cache_dir: str | None = None) -> pd.DataFrame:
+def scalar_table(devices: str = "all", cache_dir: str | None = None,
+                 params: EmulatorParams | None = None) -> pd.DataFrame:
     """One row per (job, device): ``job``, ``device``, ``iter_ms``, ``scalar_ms``,
-    ``n_scalar``, ``share_step``, ``share_above_floor``, ``share_gpu``, ``bottleneck``."""
-    params = default_params()
+    ``n_scalar``, ``share_step``, ``share_above_floor``, ``share_residual``, ``share_gpu``,
+    ``bottleneck``."""
+    params = params or default_params()
     cache = GraphCache(cache_dir) if cache_dir else GraphCache()
     rows = []
     jobs = _jobs(cache)
@@ -89,10 +95,13 @@ def scalar_table(devices: str = "all", cache_dir: str | None = None) -> pd.DataF
             # parallelism model could get wrong (emulator 1's failure)
             floor = p.launch_us * 1e-6 * float(mask.sum())
             t_above = max(0.0, t_sc - floor * cost.workers)
+            t_read = float(cost.bytes[mask].sum()) / achievable_bw(dev, p) * cost.workers
+            t_resid = max(0.0, t_above - t_read)
             rows.append({"job": label, "device": dev.name, "iter_ms": est.iter_s * 1e3,
                          "scalar_ms": t_sc * 1e3, "n_scalar": int(mask.sum()),
                          "share_step": t_sc / est.iter_s if est.iter_s > 0 else 0.0,
                          "share_above_floor": t_above / est.iter_s if est.iter_s > 0 else 0.0,
+                         "share_residual": t_resid / est.iter_s if est.iter_s > 0 else 0.0,
                          "share_gpu": float(t_op[mask].sum() / t_op.sum()) if t_op.sum() > 0 else 0.0,
                          "bottleneck": est.bottleneck})
     return pd.DataFrame(rows)
@@ -104,8 +113,10 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--cache", default=None, help="graph cache folder (default: the user cache)")
     ap.add_argument("--csv", default=None, help="write every (job, device) row here")
+    ap.add_argument("--params", default=None,
+                    help="emulator parameters JSON (default: the calibration)")
     a = ap.parse_args()
-    df = scalar_table(a.devices, a.cache)
+    df = scalar_table(a.devices, a.cache, EmulatorParams.load(a.params) if a.params else None)
     if a.csv:
         df.to_csv(a.csv, index=False)
     jobs = df["job"].nunique()
@@ -116,14 +127,16 @@ def main() -> None:
         per_dev = df.groupby("device").agg(worst_share_step=("share_step", "max"),
                                            over_target=("share_step", lambda s: int((s > TARGET).sum())),
                                            worst_share_gpu=("share_gpu", "max"),
-                                           worst_above_floor=("share_above_floor", "max"))
+                                           worst_above_floor=("share_above_floor", "max"),
+                                           worst_residual=("share_residual", "max"))
         print(per_dev.to_string(float_format=lambda v: f"{v:.4f}"))
     over = df[df["share_step"] > TARGET]
     w = df.loc[df["share_step"].idxmax()]
     print(f"scalar ops: worst share of an emulated step {100 * w.share_step:.2f} % ({w.job} on "
           f"{w.device}) (target {100 * TARGET:.0f} %); {len(over)} of {len(df)} (job, device) "
           f"rows and {over['job'].nunique()} of {jobs} jobs over; above the launch floor worst "
-          f"{100 * df['share_above_floor'].max():.2f} %")
+          f"{100 * df['share_above_floor'].max():.2f} %; beyond the floor and a full-bandwidth "
+          f"read of the input worst {100 * df['share_residual'].max():.2f} %")
 
 
 if __name__ == "__main__":

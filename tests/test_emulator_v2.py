@@ -14,6 +14,7 @@ from gpuscope.devices import get_device, load_catalog
 from gpuscope.emulator import EmulatorParams
 from gpuscope.emulator.memory import footprint_from_sizes, saved_bytes
 from gpuscope.emulator.perf import GraphCost, gpu_times, kernel_times
+from gpuscope.errors import InputError
 from gpuscope.graphs.opgraph import OpGraph, OpNode
 from gpuscope.graphs.torch_frontend import trace_train_step
 from gpuscope.jobs import JobSpec
@@ -46,6 +47,29 @@ def test_scalar_loss_costs_microseconds_everywhere() -> None:
     for d in load_catalog().values():
         t = float(kernel_times(cost, d, P)[0][0])
         assert t < 60e-6, (d.name, t)
+
+
+def test_memory_latency_prices_a_tiny_kernel_at_one_dram_latency() -> None:
+    """``mem_latency_us`` (Little's law): a one-element kernel costs launch + one DRAM latency,
+    not the fill model's SMs x 2048 threads' share of the bandwidth; a large kernel is unchanged."""
+    from gpuscope.emulator.hostwork import achievable_bw
+
+    lat = P.with_(mem_latency_us=0.4)
+    for dev in ("l4", "v100", "h100"):
+        d = get_device(dev)
+        bw = achievable_bw(d, P)
+        tiny = one_op("aten.add_.Tensor", "elementwise", 1, 1)  # BatchNorm's counter += 1
+        launch = P.launch_us * 1e-6
+        # fill model: 8 bytes over w = 2 elements' share 2 / (2 + SMs x 2048) of the bandwidth
+        fill_model = 8.0 * (2 + d.sm_count * P.fill_threads_per_sm) / 2 / bw + launch
+        assert float(kernel_times(tiny, d, P)[0][0]) == pytest.approx(fill_model, rel=1e-9)
+        assert float(kernel_times(tiny, d, lat)[0][0]) == pytest.approx(launch + 0.4e-6 + 8.0 / bw,
+                                                                          rel=1e-9)
+        big = one_op("aten.sum.default", "reduction", 10**8, 1)  # 400 MB read
+        old, new = (float(kernel_times(big, d, q)[0][0]) for q in (P, lat))
+        assert new == pytest.approx(old, rel=5e-3)
+    with pytest.raises(InputError, match="mem_latency_us"):
+        EmulatorParams.from_dict({"mem_latency_us": -1.0})
 
 
 def _layer_and_batch(device: str, p: float = 0.0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:

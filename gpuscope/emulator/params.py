@@ -21,7 +21,9 @@ from gpuscope.errors import InputError
 CALIBRATION_FILE: Path = Path(__file__).with_name("calibration.json")
 #: Version of the emulator's model; bump on any change to performance, memory or traces
 #: (the bundled emulated datasets record it; ``gpuscope.emulator.bundle``).
-EMULATOR_VERSION: str = "2.4"
+EMULATOR_VERSION: str = "2.5"
+#: Largest accepted ``mem_latency_us``: 10x the ~1 us a GPU's DRAM round trip takes at most.
+MAX_MEM_LATENCY_US: float = 10.0
 
 
 def _default_class_eff() -> dict[str, float]:
@@ -86,6 +88,11 @@ class EmulatorParams:
         fill_threads_per_sm: output elements per SM at which a kernel half-fills the GPU
             (small kernels cannot occupy a big GPU: rate x numel / (numel + sms x this)).
         launch_us: GPU-side gap per kernel (launch latency), microseconds.
+        mem_latency_us: DRAM latency a memory-bound kernel pays once (its loads, then its
+            stores), microseconds: ``t_mem = bytes / bw + mem_latency`` (Little's law, in
+            place of the compute side's fill; 0.4 in the 2.5 calibration). 0 = the fill model
+            of emulator 2.4 (``bytes / (bw * fill)``, which charged a one-element kernel
+            ``SMs x fill_threads_per_sm x dtype / bw``: 8 us on an L4).
         dispatch_us: host-side framework cost per kernel on a reference core, microseconds
             (PyTorch eager dispatch); the main thread must issue every kernel.
         cudnn_dispatch_us: the same for a convolution or normalisation kernel (cuDNN calls:
@@ -161,6 +168,7 @@ class EmulatorParams:
     winograd_speedup: float = 1.8
     fill_threads_per_sm: float = 2048.0
     launch_us: float = 3.0
+    mem_latency_us: float = 0.0
     dispatch_us: float = 12.0
     cudnn_dispatch_us: float = 12.0
     view_dispatch_us: float = 12.0
@@ -234,6 +242,10 @@ class EmulatorParams:
                 kw[k] = {**cur, **{str(a): float(b) for a, b in v.items()}}
             else:
                 kw[k] = float(v)
+        lat = kw.get("mem_latency_us", 0.0)
+        if not 0.0 <= lat <= MAX_MEM_LATENCY_US:
+            raise InputError(f"mem_latency_us = {lat} is not a DRAM latency in "
+                             f"[0, {MAX_MEM_LATENCY_US:g}] microseconds (0: the fill model)")
         return cls(**kw)
 
     def save(self, path: str | Path, **extra: Any) -> Path:

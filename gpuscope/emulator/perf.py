@@ -13,6 +13,14 @@ output reads its whole input with one thread per element (a tree reduction), an 
 update touches parameters, gradients and state; a GEMM's tiles cover its operands. A scalar
 loss therefore costs microseconds, and a reduction's time grows with its input.
 
+**Memory latency** (emulator 2.5, ``params.mem_latency_us`` = 0.4 in the calibration; 0 =
+the fill model of 2.4): a non-recurrent kernel's memory side is ``bytes / bw + mem_latency``
+(Little's law: full bandwidth once a DRAM round trip is paid), not ``bytes / (bw * fill)``,
+whose limit for a tiny kernel, ``SMs x fill_threads_per_sm x dtype / bw``, is a latency of
+2-8 us (8.4 us for BatchNorm's ``num_batches_tracked += 1`` on an L4) where GPU DRAM accesses
+take ~0.2 us (200-800 cycles; Dive into Deep Learning §13.4): 0.4 us = a load and the
+dependent store. Recurrent layers keep the per-timestep fill.
+
 **Recurrent layers** (``gpuscope.graphs.recurrent``: one ``gpuscope.<cell>_recurrence`` node
 per layer and direction, and one ``..._backward`` for backward-data) are sequential kernels,
 as cuDNN runs them: T timesteps, each a GEMM ``(B x H) @ (H x G*H)`` and one fused
@@ -266,6 +274,9 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
         fill = cost.work_mem / (cost.work_mem + device.sm_count * params.fill_threads_per_sm)
     bw = achievable_bw(device, params) * fill
     t_mem = byts / bw
+    if params.mem_latency_us > 0:  # Little's law: full bandwidth after one DRAM latency
+        flat = byts / achievable_bw(device, params) + params.mem_latency_us * 1e-6
+        t_mem = flat if cost.steps is None else np.where(cost.steps > 0, t_mem, flat)
     launches = 1.0 if cost.steps is None else np.where(cost.steps > 0, cost.steps * RNN_KERNELS_PER_STEP, 1.0)
     launches = launches * per_tensor_kernels(cost, params)
     t_op = np.maximum(t_flop, t_mem) + params.launch_us * 1e-6 * launches
