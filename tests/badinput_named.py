@@ -81,6 +81,7 @@ def named_cases() -> list[Case]:
         ("train-fraction0", _with("train", "--fraction", "0")),
         ("train-fraction2", _with("train", "--fraction", "2")),
         ("corpus-per-arch0", _with("predictor corpus", "--per-arch", "0")),
+        ("predict-workers-neg", _with("predict", "--workers", "-1")),
         ("corpus-minutes0", _with("predictor corpus", "--max-minutes", "0")),
         ("allocate-cluster-count0", _with("allocate", "--cluster", "v100:0")),
         ("allocate-cluster-neg", _with("allocate", "--cluster", "v100:-2")),

@@ -237,3 +237,29 @@ def test_corpus_build_is_resumable(builder: FeatureBuilder, tmp_path) -> None:
     assert len(data) == 4 and data.labels["provenance"].eq("emulated").all()
     y = data.Y()[:, TARGETS.index("exec_time_s")]
     assert np.allclose(y, data.frame["an_exec_s"].to_numpy())  # labels = the estimate
+
+
+def test_parallel_analytic_labels_equal_serial(builder: FeatureBuilder,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Labels computed in worker processes are the in-process ones, bit for bit, in order,
+    with repeated (job, device) pairs; few new rows stay in-process."""
+    import gpuscope.predictor.physics as physics
+
+    assert FeatureBuilder(workers=4)._label_workers(physics.PARALLEL_MIN_ROWS - 1) == 1
+    assert FeatureBuilder()._label_workers(10**6) == 1  # in-process unless asked
+    assert FeatureBuilder(workers=0)._label_workers(10**6) >= 1
+    monkeypatch.setattr(physics, "PARALLEL_MIN_ROWS", 2)
+    calls: list[int] = []
+    fill = FeatureBuilder._fill_parallel
+    monkeypatch.setattr(FeatureBuilder, "_fill_parallel",
+                        lambda self, *a: (calls.append(a[1]), fill(self, *a))[1])
+    jobs = _jobs()[:6]
+    devs = ["v100", "t4"]
+    js = [j for j in jobs for _ in devs] + jobs[:2]
+    ds = [d for _ in jobs for d in devs] + ["v100", "v100"]
+    serial = FeatureBuilder(cache_dir=builder.cache_dir, workers=1)
+    par = FeatureBuilder(cache_dir=builder.cache_dir, workers=2)
+    a = serial.frame(js, ds, progress=False)
+    b = par.frame(js, ds, progress=False)
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert calls == [2]  # the worker processes did compute b's labels

@@ -109,6 +109,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("-o", "--output", required=True, help="predictions CSV")
     p.add_argument("--graphs", help="dataset folder or graphs.parquet holding encoded graphs")
     p.add_argument("--device", help="device name (multi-device checkpoints only)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes for the analytic labels of a large queue (physics "
+                        "checkpoints; 0 = one per core; default 1: this process)")
     p.set_defaults(func=_predict)
 
 
@@ -267,6 +270,8 @@ def _predict(a: argparse.Namespace) -> int:
     from gpuscope.predictor.predict import load_predictor
     from gpuscope.queues import read_queue
 
+    if a.workers < 0:
+        raise InputError(f"--workers must be >= 0 (0 = one per core), got {a.workers}")
     check_output(a.output, [a.jobs, a.model, a.graphs], what="predictions")
     if a.graphs is not None:  # a typo or a corrupt file fails here, whatever the checkpoint
         from gpuscope.io import read_parquet
@@ -275,6 +280,8 @@ def _predict(a: argparse.Namespace) -> int:
         read_parquet(gp / "graphs.parquet" if gp.is_dir() else gp, "encoded graphs")
     jobs = read_queue(a.jobs)
     pred = load_predictor(a.model, graphs=a.graphs, device=a.device)
+    if hasattr(pred, "builder"):  # the physics predictor's feature rows
+        pred.builder.workers = a.workers
     t0 = time.perf_counter()
     df = pred.predict(jobs)
     dt = time.perf_counter() - t0

@@ -90,6 +90,9 @@ STEP_FEATURES: tuple[str, ...] = tuple(f for f in FEATURES if f not in RUNLEN_FE
                                        and f not in LABEL_FEATURES)
 #: Analytic columns kept beside the features (not model inputs; used to compose outputs):
 #: ``an_<target>`` is the analytic label of every target but execution time, in its units.
+#: New rows asked for in one ``FeatureBuilder.frame`` call from which its ``workers`` are used
+#: (below, starting processes costs about what they save at ~3.5 ms a row).
+PARALLEL_MIN_ROWS: int = 256
 ANALYTIC_COLUMNS: tuple[str, ...] = ("an_iter_s", "an_exec_s", "an_overhead_s", "an_mem_mb",
                                      "an_capacity_mb", "an_fits", "an_gpu_util",
                                      "an_gpu_mem_util", "an_cpu_util",
@@ -223,10 +226,16 @@ class FeatureBuilder:
     Args:
         source: job → OpGraph (default ``GraphCache().get_or_export``).
         cache_dir: the GraphCache directory when ``source`` is not given.
+        workers: processes for the analytic labels of new rows (``label_features``, ~3.5 ms
+            a row: most of a first ``predict`` of a large queue): 1 = in this process (the
+            default), 0 = one per core, N = N (``gpuscope predict --workers``). Used from
+            ``PARALLEL_MIN_ROWS`` new rows in one ``frame`` call; same values either way (a
+            pure function per row).
     """
 
     source: GraphSource | None = None
     cache_dir: str | Path | None = None
+    workers: int = 1
 
     def __post_init__(self) -> None:
         self._graphs: dict[str, tuple[dict[str, float], Any]] = {}
@@ -260,38 +269,96 @@ class FeatureBuilder:
             self._graphs[gid] = (graph_summary(g), GraphCost.from_graph(g, job.batch_size))
         return self._graphs[gid]
 
+    @staticmethod
+    def _key(job: JobSpec, device: str) -> tuple:
+        return (FeatureBuilder.graph_id(job), device, job.epochs, job.steps)
+
+    def _partial_row(self, job: JobSpec, device: str
+                     ) -> tuple[dict[str, float], dict[str, float], Any, Any]:
+        """(the columns before the analytic labels, those after, the estimate, the device)."""
+        from gpuscope.emulator import estimate
+
+        summ, cost = self.graph_entry(job)
+        dev = self._device(device)
+        est = estimate(job, cost, dev)
+        head = dict(summ)
+        head["g_log2_batch"] = math.log2(job.batch_size)
+        head.update(analytic_features(est, job))
+        tail = device_features(dev)
+        tail.update(context_features(job))
+        tail.update(runlen_features(job))
+        return head, tail, est, dev
+
     def row(self, job: JobSpec, device: str) -> dict[str, float]:
         """All features and analytic columns of ``job`` on catalog device ``device``."""
-        key = (self.graph_id(job), device, job.epochs, job.steps)
+        key = self._key(job, device)
         if key not in self._rows:
-            from gpuscope.emulator import estimate
-
-            summ, cost = self.graph_entry(job)
-            dev = self._device(device)
-            est = estimate(job, cost, dev)
-            r = dict(summ)
-            r["g_log2_batch"] = math.log2(job.batch_size)
-            r.update(analytic_features(est, job))
-            r.update(label_features(est, job, dev))
-            r.update(device_features(dev))
-            r.update(context_features(job))
-            r.update(runlen_features(job))
-            self._rows[key] = r
+            head, tail, est, dev = self._partial_row(job, device)
+            self._rows[key] = {**head, **label_features(est, job, dev), **tail}
         return self._rows[key]
+
+    def _label_workers(self, n_new: int) -> int:
+        if self.workers == 1 or n_new < PARALLEL_MIN_ROWS:
+            return 1
+        if self.workers > 1:
+            return int(self.workers)
+        import os
+
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else (os.cpu_count() or 1)
+
+    def _fill_parallel(self, pairs: list[tuple[JobSpec, str]], workers: int,
+                       progress: bool) -> None:
+        """The rows of ``pairs`` not cached yet, their analytic labels in ``workers``
+        processes. Forked where the platform can (the workers run NumPy/SciPy only; a spawned
+        worker would re-run an unguarded ``__main__`` script), else spawned."""
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        from tqdm.auto import tqdm
+
+        todo: dict[tuple, tuple[dict[str, float], dict[str, float], Any, JobSpec, Any]] = {}
+        for j, d in tqdm(pairs, desc="graphs+estimates", unit="row", delay=2.0,
+                         disable=None if progress else True):
+            key = self._key(j, d)
+            if key not in self._rows and key not in todo:
+                head, tail, est, dev = self._partial_row(j, d)
+                todo[key] = (head, tail, est, j, dev)
+        if not todo:
+            return
+        args = [(est, j, dev) for _, _, est, j, dev in todo.values()]
+        chunk = max(1, min(64, len(args) // (4 * workers)))
+        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        with ProcessPoolExecutor(workers, mp_context=ctx) as ex:
+            labs = list(tqdm(ex.map(_label_features_args, args, chunksize=chunk),
+                             total=len(args), desc=f"analytic labels ({workers} processes)",
+                             unit="row", delay=2.0, disable=None if progress else True))
+        for (key, (head, tail, *_)), lab in zip(todo.items(), labs, strict=True):
+            self._rows[key] = {**head, **lab, **tail}
 
     def frame(self, jobs: Sequence[JobSpec], devices: Sequence[str],
               progress: bool = True) -> pd.DataFrame:
         """One row per (jobs[i], devices[i]): ``FEATURES`` + ``ANALYTIC_COLUMNS``.
 
         ``progress``: a bar on stderr (a terminal only) once the rows take over 2 s — a cold
-        graph cache exports each job's graph here, minutes for a queue (issue 18)."""
+        graph cache exports each job's graph here, minutes for a queue (issue 18). Many new
+        rows at once get their analytic labels in worker processes (``workers``)."""
         from tqdm.auto import tqdm
 
         pairs = list(zip(jobs, devices, strict=True))
+        n_new = len({self._key(j, d) for j, d in pairs} - self._rows.keys())
+        workers = self._label_workers(n_new)
+        if workers > 1:
+            self._fill_parallel(pairs, workers, progress)
         rows = [self.row(j, d) for j, d in tqdm(pairs, desc="graphs+features", unit="row",
                                                 delay=2.0, disable=None if progress else True)]
         cols = list(FEATURES) + list(ANALYTIC_COLUMNS)
         return pd.DataFrame(rows, columns=cols)
+
+
+def _label_features_args(args: tuple[Any, JobSpec, Any]) -> dict[str, float]:
+    """``label_features(*args)``, for worker processes (a module-level function pickles)."""
+    return label_features(*args)
 
 
 def compose_exec(frame: pd.DataFrame, total_steps: np.ndarray,
