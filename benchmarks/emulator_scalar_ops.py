@@ -19,8 +19,8 @@ every catalog device, it prints two shares:
   and whatever the parallelism model adds.
 * ``share_residual`` = the same once the floor and each scalar kernel's input read at full
   achievable bandwidth (``bytes / bw``) are taken off: the part that depends on how the
-  kernel's parallelism is modelled (emulator 1's error; the fill model's latency on tiny
-  kernels, ``--params`` with ``mem_latency_us`` > 0 to try the Little's-law candidate).
+  kernel's parallelism is modelled (emulator 1's error; before 2.5, the fill model's latency
+  on tiny kernels: ``--params`` with ``mem_latency_us`` 0 shows it).
 
 A job whose kernels are mostly scalar (Gavel's A3C acts with batch 1: value head, sampled
 action, loss terms) misses the 2 % literally on launch floors of kernels PyTorch really

@@ -44,5 +44,5 @@ def test_floor_is_scored_in_each_split_training_range() -> None:
 
 def test_row_count_must_match() -> None:
     d = _data()
-    with pytest.raises(ValueError, match="20 jobs"):
+    with pytest.raises(ValueError, match="one row each"):
         split_noise_floor(d, "unused", other=d.labels.iloc[:3])

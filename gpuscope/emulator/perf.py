@@ -272,10 +272,11 @@ def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
         t_flop = np.where(tensor, np.minimum(t_tc, t_cc), t_flop)
     if cost.work_mem is not None:  # a recurrence streams one step's bytes at a time
         fill = cost.work_mem / (cost.work_mem + device.sm_count * params.fill_threads_per_sm)
-    bw = achievable_bw(device, params) * fill
+    bw_full = achievable_bw(device, params)
+    bw = bw_full * fill
     t_mem = byts / bw
     if params.mem_latency_us > 0:  # Little's law: full bandwidth after one DRAM latency
-        flat = byts / achievable_bw(device, params) + params.mem_latency_us * 1e-6
+        flat = byts / bw_full + params.mem_latency_us * 1e-6
         t_mem = flat if cost.steps is None else np.where(cost.steps > 0, t_mem, flat)
     launches = 1.0 if cost.steps is None else np.where(cost.steps > 0, cost.steps * RNN_KERNELS_PER_STEP, 1.0)
     launches = launches * per_tensor_kernels(cost, params)

@@ -46,6 +46,12 @@ def noise_floor(jobs: Sequence[JobSpec], device: str, seeds: tuple[int, int] = (
                 builder: FeatureBuilder | None = None) -> pd.DataFrame:
     """``target, nmse`` between two trace seeds' labels of the same jobs (``ok`` runs)."""
     a, b = (relabel(jobs, device, s, builder) for s in seeds)
+    return floor_of_labels(a, b)
+
+
+def floor_of_labels(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """``target, nmse, rows`` between two labellings of the same runs (``relabel`` with two
+    seeds), in the plain min-max space of the first."""
     # the ok runs only: the rows the predictor is scored on (v2data.PhysicsData.Y); an OOM
     # run's execution time is the same with every seed and would pull the floor down
     run_ok = (a["status"].astype(str) == "ok").to_numpy() & (b["status"].astype(str) == "ok").to_numpy()
@@ -82,10 +88,8 @@ def split_noise_floor(data: PhysicsData, device: str, seeds: Sequence[int] = (0,
 
     y = data.Y()
     lab = other if other is not None else relabel(data.jobs, device, other_seed, builder)
-    if len(lab) != len(y):
-        raise ValueError(f"split_noise_floor: {len(lab)} relabelled rows for {len(y)} jobs")
-    y1 = np.column_stack([pd.to_numeric(lab[t], errors="coerce").to_numpy(np.float64)
-                          if t in lab else np.full(len(y), np.nan) for t in data.targets])
+    # the same label matrix as the predictor's (PhysicsData.Y), on the same rows
+    y1 = PhysicsData(lab, data.jobs, data.frame, data.targets).Y()
     y1[~np.isfinite(y)] = np.nan
     rows = []
     for s in seeds:

@@ -346,10 +346,11 @@ class FeatureBuilder:
         from tqdm.auto import tqdm
 
         pairs = list(zip(jobs, devices, strict=True))
-        n_new = len({self._key(j, d) for j, d in pairs} - self._rows.keys())
-        workers = self._label_workers(n_new)
-        if workers > 1:
-            self._fill_parallel(pairs, workers, progress)
+        if self.workers != 1:  # count the new rows only when they may go to workers
+            workers = self._label_workers(len({self._key(j, d) for j, d in pairs}
+                                              - self._rows.keys()))
+            if workers > 1:
+                self._fill_parallel(pairs, workers, progress)
         rows = [self.row(j, d) for j, d in tqdm(pairs, desc="graphs+features", unit="row",
                                                 delay=2.0, disable=None if progress else True)]
         cols = list(FEATURES) + list(ANALYTIC_COLUMNS)
