@@ -16,10 +16,9 @@ pascal, volta) on ResNet-50 single-GPU throughputs; the DataLoader workers' per-
 (``loader_handoff_ms``, beyond the modern era's measured per-step sync) on ResNet-18 P100
 throughputs; all-reduce overlap and link efficiency on ResNet-50 2/4/8-GPU scaling. Held out:
 ResNet-18 on K80/V100, ResNet-18 ratios and scaling, and all AlexNet figures.
-Mapping: Gavel "ResNet-50 (batch B)" = catalog resnet50 on ImageNet; Gavel "ResNet-18 (batch B)"
-is the CIFAR-10 ResNet-18 of Gavel's workloads (kuangliu's), which the catalog lacks, so it is
-traced here; Transformer, LM, Recommendation, CycleGAN and A3C have no catalog counterpart
-and are not compared. Usage:
+Mapping: Gavel "ResNet-50 (batch B)" = catalog resnet50 on ImageNet; every other Gavel job type
+is traced from its faithful PyTorch version in gpuscope.workloads.models_gavel (one trace per
+model, used by the fit and by the tables alike; gpuscope.emulator.fidelity.gavel_points). Usage:
 
     python benchmarks/emulator_fidelity.py [--write] [--data datasets/external]
 
@@ -55,6 +54,7 @@ from gpuscope.emulator.calibrate import (
     median_abs,
 )
 from gpuscope.emulator.fidelity import colocation_points
+from gpuscope.emulator.fidelity import family_of as family
 from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams, default_params
 from gpuscope.emulator.perf import GraphCost, estimate
 from gpuscope.external import data_dir
@@ -63,77 +63,6 @@ from gpuscope.jobs import JobSpec
 
 TARGET = 0.15
 PROVENANCE = 'fitted (benchmarks/emulator_fidelity.py --write): kepler/pascal/volta on Gavel ResNet-50 1-GPU steps/s (kepler refitted alone with the K80 die at its 758 MHz sustained GEMM clock, datasets/devices.toml k80_gemm_clock, and arch_class_eff kepler:matmul 0.63 = cuBLAS 7.0 SGEMM on a K40 at boost, 3.15 of 5.0 TFLOP/s, k40_sgemm) (kepler refitted again with arch_winograd kepler 1.2012, the 3x3-convolution speed-up fitted on jcjohnson/cnn-benchmarks @0367b1f K40c vs GTX 1080 cuDNN 5 times of eight CNNs, benchmarks/emulator_kepler_convs.py), loader_handoff_ms on Gavel ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 (PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, ctx_switch_us on the Gavel identical-pair colocations of ResNet-18 and ResNet-50 (two processes on one GPU, K80/P100/V100); tensor_eff on V100 AMP ResNet-50 1200 img/s, ampere on A100-80GB TF32 938 / AMP 2470 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch README, 21.03), hopper on H100 SXM = 2x A100 SXM for vision training (Lambda H100 analysis), turing on T4/V100 forward-throughput ratios 415/1261 FP32 and 1198/3382 AMP (same NVIDIA README) with the T4 at its sustained 900 MHz SM clock under load (datasets/devices.toml mlperf_t4_clock), not its 1590 MHz boost; ada = ampere (assumed, no measurement)'
-
-
-def resnet18_cifar_cost(batch: int) -> GraphCost:
-    """Trace the CIFAR-10 ResNet-18 (BasicBlock [2,2,2,2], 64-512 channels, 3x3 stem)."""
-    import torch
-    from torch import nn
-
-    from gpuscope.graphs.torch_frontend import trace_train_step
-
-    class Block(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int) -> None:
-            super().__init__()
-            self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-            self.b1 = nn.BatchNorm2d(cout)
-            self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-            self.b2 = nn.BatchNorm2d(cout)
-            self.sc = nn.Sequential()
-            if stride != 1 or cin != cout:
-                self.sc = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            y = torch.relu(self.b1(self.c1(x)))
-            return torch.relu(self.b2(self.c2(y)) + self.sc(x))
-
-    layers, cin = [nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU()], 64
-    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
-        cin = cout
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
-    model = nn.Sequential(*layers).to("meta")
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    x = torch.empty(batch, 3, 32, 32, device="meta")
-    y = torch.zeros(batch, dtype=torch.long, device="meta")
-
-    def step(b: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(b[0]), b[1])
-        loss.backward()
-        opt.step()
-        return loss
-
-    g = trace_train_step(step, (x, y), model, [opt], name=f"resnet18-cifar10-b{batch}")
-    return GraphCost.from_graph(g, batch)
-
-
-def gavel_points(gavel: pd.DataFrame, cache: GraphCache) -> tuple[list[Point], list[Point]]:
-    """Single-GPU and multi-GPU points for the job types the catalog represents."""
-    costs: dict[tuple[str, int], tuple[JobSpec, GraphCost]] = {}
-    single, multi = [], []
-    base = gavel[gavel.n_gpus == 1].set_index(["device", "job_type"])["steps_per_s"]
-    for r in gavel.itertuples():
-        if r.model == "ResNet-50":
-            job = JobSpec("resnet50", "imagenet", "sgd", r.batch_size, 1)
-            key = ("resnet50", r.batch_size)
-            if key not in costs:
-                costs[key] = (job, GraphCost.from_graph(cache.get_or_export(job), r.batch_size))
-        elif r.model == "ResNet-18":
-            job = JobSpec("resnet20", "cifar10", "sgd", r.batch_size, 1)  # dataset/batch only
-            key = ("resnet18", r.batch_size)
-            if key not in costs:
-                costs[key] = (job, resnet18_cifar_cost(r.batch_size))
-        else:
-            continue
-        job, cost = costs[key]
-        dev = get_device(r.device)
-        if r.n_gpus == 1:
-            single.append(Point(job, cost, dev, r.steps_per_s, 1, f"{key[0]}-b{r.batch_size}"))
-        elif (r.device, r.job_type) in base.index:
-            multi.append(Point(job, cost, dev, r.steps_per_s / base[(r.device, r.job_type)],
-                               r.n_gpus, f"{key[0]}-b{r.batch_size}"))
-    return single, multi
 
 
 def ratio_errors(points: list[Point], params: EmulatorParams) -> pd.DataFrame:
@@ -310,11 +239,14 @@ def main() -> None:
     data = Path(args.data)
     cache = GraphCache()
     gavel = load_gavel(data / "gavel" / "simulation_throughputs.json")
-    single, multi = gavel_points(gavel, cache)
-    r50 = [p for p in single if p.label.startswith("resnet50")]
-    r18 = [p for p in single if p.label.startswith("resnet18")]
-    m50 = [p for p in multi if p.label.startswith("resnet50")]
-    m18 = [p for p in multi if p.label.startswith("resnet18")]
+    # one trace per Gavel model (gpuscope.workloads.models_gavel), for the fit and the tables
+    fam_points = family_points(gavel, cache)
+    single = [p for p in fam_points[0] if family(p.label) in ("ResNet-50", "ResNet-18")]
+    multi = [p for p in fam_points[1] if family(p.label) in ("ResNet-50", "ResNet-18")]
+    r50 = [p for p in single if family(p.label) == "ResNet-50"]
+    r18 = [p for p in single if family(p.label) == "ResNet-18"]
+    m50 = [p for p in multi if family(p.label) == "ResNet-50"]
+    m18 = [p for p in multi if family(p.label) == "ResNet-18"]
     # the defaults, plus the host eras other than legacy (fitted by emulator_vs_gpu.py --fit on
     # the measured H100; no Gavel or seed 001 device is in them)
     # and the cited per-(architecture, op class) efficiencies (issue 11: cuBLAS SGEMM on Kepler)
@@ -333,13 +265,12 @@ def main() -> None:
     fitted = fit_arch_eff(r50, prior).with_(step_sync_ms=float(eras["modern"]["step_sync_ms"]))
     fitted = fit_step_sync(r18_fit, fitted, "loader_handoff_ms")
     fitted = fit_multi_gpu(m50, fitted)
-    r50_64 = next(p.cost for p in r50 if p.label == "resnet50-b64")
+    r50_64 = next(p.cost for p in r50 if p.label == "ResNet-50-b64")
     fitted = fit_published(r50_64, fitted)  # issue 11: tensor cores, Turing/Ampere/Hopper
     # time-sliced contexts: on the fit families' identical-pair colocations (fidelity.py)
-    fam_points = family_points(gavel, cache)
     raw = json.loads((data / "gavel" / "simulation_throughputs.json").read_text())
     pairs = colocation_points(raw, fam_points[0])
-    pairs_fit = [p for p in pairs if p.label.split("-b")[0] in ("ResNet-18", "ResNet-50")]
+    pairs_fit = [p for p in pairs if family(p.label) in ("ResNet-18", "ResNet-50")]
     pairs_held = [p for p in pairs if p not in pairs_fit]
     fitted = fit_ctx_switch(pairs_fit, fitted)
     print("provenance: emulated vs measured (Gavel; GPUScheduler AlexNet)")
@@ -352,7 +283,7 @@ def main() -> None:
         print(report("Gavel ResNet-18 P100 steps/s (fit set: hand-off)", log_errors(r18_fit, prm)))
         print(report("Gavel ResNet-18 K80+V100 steps/s (held out)", log_errors(r18_test, prm)))
         rr = ratio_errors(single, prm)
-        for lab, sub in rr.groupby(rr.job.str.split("-").str[0]):
+        for lab, sub in rr.groupby(rr.job.map(family)):
             print(report(f"Gavel {lab} V100/K80, P100/K80 ratios", sub.log_err.to_numpy()))
         print(report("Gavel ResNet-50 2/4/8-GPU scaling (fit set)", log_errors(m50, prm, "speedup")))
         print(report("Gavel ResNet-18 2/4/8-GPU scaling (held out)", log_errors(m18, prm, "speedup")))

@@ -21,7 +21,7 @@ from gpuscope.errors import InputError
 CALIBRATION_FILE: Path = Path(__file__).with_name("calibration.json")
 #: Version of the emulator's model; bump on any change to performance, memory or traces
 #: (the bundled emulated datasets record it; ``gpuscope.emulator.bundle``).
-EMULATOR_VERSION: str = "2.5"
+EMULATOR_VERSION: str = "2.5.1"
 #: Largest accepted ``mem_latency_us``: 10x the ~1 us a GPU's DRAM round trip takes at most.
 MAX_MEM_LATENCY_US: float = 10.0
 
