@@ -40,23 +40,34 @@ def _schema(a: argparse.Namespace) -> int:
 
 
 def _template(a: argparse.Namespace) -> int:
-    from gpuscope.io import check_output
-    from gpuscope.queue_schema import template_jobs
+    from gpuscope.io import check_output, write_text
+    from gpuscope.queue_schema import EXAMPLE_MODULE, template_jobs
     from gpuscope.queues import write_queue
 
     out = check_output(a.output, what="queue")
     if out.exists() and not a.force:
         raise InputError(f"{out} exists; pass --force to overwrite it")
-    write_queue(template_jobs(), out)  # atomic: a temp file renamed into place
+    # the module job names a file next to the queue (queues resolve relative paths there), so
+    # the example runs from any folder; a user's edited copy is never overwritten
+    module = out.parent / EXAMPLE_MODULE.name
+    kept = module.exists()
+    if not kept:
+        write_text(module, EXAMPLE_MODULE.read_text(), what="example module")
+    write_queue(template_jobs(EXAMPLE_MODULE.name), out)  # atomic: a temp file renamed into place
     print(f"wrote {len(template_jobs())} example jobs -> {out} "
-          f"(fields: gpuscope jobs schema; check: gpuscope jobs check {out})")
+          f"(fields: gpuscope jobs schema; check: gpuscope jobs check {out}); "
+          f"module job: {module} ({'kept as it was' if kept else 'written'})")
     return 0
 
 
 def _check(a: argparse.Namespace) -> int:
-    from gpuscope.queues import read_queue
+    from gpuscope.queues import missing_files, read_queue
 
     jobs = read_queue(a.queue)
+    missing = missing_files(jobs)
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise InputError(f"{a.queue}: {missing[0]}{more}")
     for j in jobs:
         print(f"{j.job_id}: {j.model} ({j.source}) {j.dataset} {j.optimizer} b{j.batch_size}"
               f" x{j.grad_accum} {j.precision} {j.epochs} epoch(s), {j.total_steps:,} steps")

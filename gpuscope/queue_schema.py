@@ -9,6 +9,7 @@ equal) and names the row and the field of any error. ``gpuscope jobs schema`` pr
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -75,14 +76,19 @@ def queue_json_schema() -> dict[str, Any]:
     }
 
 
-def template_jobs() -> list[JobSpec]:
-    """An example queue: catalog CNN and LM jobs, a user module, a Hugging Face config."""
+#: The example user module ``template_jobs`` names (a copy goes next to the template queue).
+EXAMPLE_MODULE: Path = Path(__file__).resolve().parent / "templates" / "my_model.py"
+
+
+def template_jobs(module_path: str = "my_model.py") -> list[JobSpec]:
+    """An example queue: catalog CNN and LM jobs, a user module (``module_path``, a copy of
+    :data:`EXAMPLE_MODULE`), a Hugging Face config."""
     return [
         JobSpec("resnet50", "imagenet", "sgd", 64, 90, job_id="resnet50-imagenet"),
         JobSpec("gpt2", "wikitext103", "adamw", 8, 3, precision="amp-bf16", grad_accum=4,
                 arrival_s=60.0, job_id="gpt2-wt103", due_s=86400.0, weight=2.0),
         JobSpec("my_model.build", "tokens:seq=512,vocab=30522", "adamw", 8, 1,
-                module="examples/my_model.py:build", arrival_s=120.0, job_id="my-model"),
+                module=f"{module_path}:build", arrival_s=120.0, job_id="my-model"),
         JobSpec("hf-llama", "tokens:seq=1024", "adamw", 4, 1, precision="amp-bf16",
                 hf="llama:num_hidden_layers=16,hidden_size=2048,num_attention_heads=16,"
                    "num_key_value_heads=4,intermediate_size=5632",
@@ -90,4 +96,4 @@ def template_jobs() -> list[JobSpec]:
     ]
 
 
-__all__ = ["JobRow", "queue_json_schema", "template_jobs"]
+__all__ = ["EXAMPLE_MODULE", "JobRow", "queue_json_schema", "template_jobs"]

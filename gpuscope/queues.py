@@ -94,6 +94,24 @@ def _relative_to(row: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
+def missing_files(jobs: Iterable[JobSpec]) -> list[str]:
+    """One line per job whose ``module`` file, ``graph`` file or ``hf`` config.json does not
+    exist (as read: relative paths from the working directory, after ``read_queue`` pointed
+    those found next to the queue file there); package modules and architecture names are
+    not checked here (importing them runs user code)."""
+    out: list[str] = []
+    for j in jobs:
+        if j.module:
+            path = j.module.rpartition(":")[0]
+            if (path.endswith(".py") or "/" in path or "\\" in path) and not Path(path).is_file():
+                out.append(f"job {j.job_id}: module file {path} does not exist")
+        if j.graph and not Path(j.graph).is_file():
+            out.append(f"job {j.job_id}: graph file {j.graph} does not exist")
+        if j.hf and j.hf.endswith(".json") and not Path(j.hf).is_file():
+            out.append(f"job {j.job_id}: hf config {j.hf} does not exist")
+    return out
+
+
 def write_queue(jobs: Iterable[JobSpec], path: str | Path) -> Path:
     """Write a queue as ``.csv`` or ``.json`` (chosen by the extension)."""
     from gpuscope.io import atomic_write

@@ -105,6 +105,7 @@ def test_built_wheel_runs_the_demo_outside_the_repository(tmp_path: Path) -> Non
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"gpuscope/_data/{f}" for f in DEMO_FILES} <= names
     assert "gpuscope/py.typed" in names
+    assert "gpuscope/templates/my_model.py" in names  # `gpuscope jobs template` copies it
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     env = {k: v for k, v in os.environ.items() if k not in ("GPUSCOPE_DATASETS", "PYTHONPATH")}

@@ -50,6 +50,36 @@ def test_template_round_trip_and_schema_validation(tmp_path, capsys) -> None:
     assert "4 jobs OK" in capsys.readouterr().out
 
 
+def test_template_runs_from_any_folder_and_keeps_an_edited_module(tmp_path, capsys) -> None:
+    """The template's module job names a copy of the example next to the queue, so it reads
+    and traces outside the repository; an existing copy is never overwritten."""
+    from gpuscope.queue_schema import EXAMPLE_MODULE
+
+    out = tmp_path / "elsewhere" / "q.csv"
+    assert main(["jobs", "template", "-o", str(out)]) == 0
+    copy = out.parent / "my_model.py"
+    assert copy.read_text() == EXAMPLE_MODULE.read_text()
+    job = next(j for j in read_queue(out) if j.source == "module")
+    assert job.module == f"{copy}:build"  # resolved next to the queue file
+    from gpuscope.workloads.sources import load_factory
+    assert callable(load_factory(job.module))
+    copy.write_text("# edited\n")
+    assert main(["jobs", "template", "-o", str(out.with_suffix(".json"))]) == 0
+    assert copy.read_text() == "# edited\n" and "kept as it was" in capsys.readouterr().out
+
+
+def test_check_names_a_missing_module_file(tmp_path, capsys) -> None:
+    q = tmp_path / "q.csv"
+    q.write_text("job_id,model,dataset,optimizer,batch_size,epochs,module\n"
+                 "a,resnet50,imagenet,sgd,8,1,\n"
+                 "b,,tokens,adamw,8,1,models/nope.py:build\n"
+                 "c,,tokens,adamw,8,1,other/gone.py:build\n")
+    assert main(["jobs", "check", str(q)]) == 2
+    err = capsys.readouterr().err
+    assert "job b: module file models/nope.py does not exist (and 1 more)" in err
+    assert err.count("\n") == 1  # one line
+
+
 @pytest.mark.parametrize("row, needle", [
     ("a,resnet50,imagenet,sgd,0,1", "row 2 (line 3) job_id a, field 'batch_size'"),
     ("a,resnet50,imagenet,lamb,8,1", "row 2 (line 3) job_id a, field 'optimizer'"),
