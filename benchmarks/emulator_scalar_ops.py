@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from gpuscope.devices import load_catalog, parse_device_list  # noqa: E402
 from gpuscope.emulator import EmulatorParams, default_params  # noqa: E402
 from gpuscope.emulator.calibrate import load_gavel  # noqa: E402
-from gpuscope.emulator.fidelity import GAVEL_FAMILIES, FidelityJob, gavel_cost  # noqa: E402
+from gpuscope.emulator.fidelity import GAVEL_FAMILIES, GavelJob, gavel_cost  # noqa: E402
 from gpuscope.emulator.hostwork import achievable_bw  # noqa: E402
 from gpuscope.emulator.perf import GraphCost, estimate, kernel_times  # noqa: E402
 from gpuscope.external import data_dir  # noqa: E402
@@ -70,7 +70,7 @@ def _jobs(cache: GraphCache) -> list[tuple[str, object, GraphCost]]:
         if fam not in GAVEL_FAMILIES or fam == "ResNet-50":
             continue
         model, dataset, opt = GAVEL_FAMILIES[fam]
-        out.append((f"Gavel {fam} b{b}", FidelityJob(model, dataset, opt, b), gavel_cost(model, b)))
+        out.append((f"Gavel {fam} b{b}", GavelJob(model, dataset, opt, b), gavel_cost(model, b)))
     return out
 
 

@@ -11,7 +11,7 @@ from train_step import rl_step_cost
 
 from gpuscope.devices import get_device
 from gpuscope.emulator import EmulatorParams
-from gpuscope.emulator.fidelity import FidelityJob
+from gpuscope.emulator.fidelity import GavelJob
 from gpuscope.emulator.hostwork import (
     batch_h2d_bytes,
     host_serial_times,
@@ -21,7 +21,7 @@ from gpuscope.emulator.hostwork import (
 from gpuscope.emulator.perf import estimate, gpu_times
 
 P = EmulatorParams()
-JOB = FidelityJob("a3c", "pong", "adam", 1)
+JOB = GavelJob("a3c", "pong", "adam", 1)
 
 
 def test_supervised_graph_has_no_host_work() -> None:
@@ -70,7 +70,7 @@ def test_gavel_a3c_step_is_the_worker_loop() -> None:
 
 # --- sparse batches built on the host (Gavel's Recommendation) ----------------------------
 SPARSE = dataclasses.replace(rl_step_cost(), sparse_nnz_per_sample=100.0, sparse_dense_width=20_000)
-REC = FidelityJob("rec_autoencoder", "ml20m", "adam", 1024)
+REC = GavelJob("rec_autoencoder", "ml20m", "adam", 1024)
 
 
 def test_sparse_batch_host_time_by_hand() -> None:

@@ -14,11 +14,11 @@ from train_step import rl_step_cost
 from gpuscope.devices import get_device
 from gpuscope.emulator import EmulatorParams
 from gpuscope.emulator.calibrate import Point, colocation_errors, fit_ctx_switch
-from gpuscope.emulator.fidelity import FidelityJob, colocation_points
+from gpuscope.emulator.fidelity import GavelJob, colocation_points
 from gpuscope.emulator.hostwork import dispatched_gpu_kernels, time_sliced_gpu_s
 from gpuscope.emulator.perf import GraphCost, estimate
 
-JOB = FidelityJob("a3c", "pong", "adam", 1)
+JOB = GavelJob("a3c", "pong", "adam", 1)
 #: no per-tensor loops, Volta at half efficiency: the switch costs ctx_switch_us / 0.5
 P = EmulatorParams(per_tensor_optimizer=0.0, arch_eff={"volta": 0.5})
 

@@ -25,6 +25,7 @@ from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import EmulatorParams
 from gpuscope.emulator.perf import GraphCost, estimate
 from gpuscope.external import gavel_entries, parse_job_type
+from gpuscope.graphs.opgraph import OpGraph
 from gpuscope.jobs import DATASETS, DatasetSpec
 
 #: Gavel model -> (gpuscope model, dataset, optimizer). ResNet-50 is the catalog's.
@@ -47,31 +48,54 @@ FIT_FAMILIES: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class FidelityJob:
-    """The fields ``estimate`` reads, for models the catalog's JobSpec does not list."""
+class GavelJob:
+    """A Gavel job type as the emulator and the predictor's ``FeatureBuilder`` read a job: the
+    fields ``estimate`` reads, for models the catalog's JobSpec does not list (the graph is
+    traced from ``gpuscope.workloads.models_gavel`` by ``gavel_graph``)."""
 
     model: str
     dataset: str
     optimizer: str
     batch_size: int
     epochs: int = 1
-    steps: int = 1
+    steps_per_epoch: int = 1
     precision: str = "fp32"
+    job_id: str | None = None
+
+    @property
+    def steps(self) -> int:
+        return self.steps_per_epoch
+
+    @property
+    def total_steps(self) -> int:
+        return self.steps_per_epoch * self.epochs
+
+    @property
+    def graph_key(self) -> str:
+        return f"gavel-{self.model}-{self.dataset}-{self.optimizer}-b{self.batch_size}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.graph_key}-e{self.epochs}-s{self.steps_per_epoch}"
 
     @cached_property
     def dataset_spec(self) -> DatasetSpec:
         return DATASETS[self.dataset]
 
 
-def gavel_cost(model: str, batch: int) -> GraphCost:
-    """Trace one training step of a Gavel model (meta device) into a GraphCost."""
+def gavel_graph(model: str, batch: int, name: str | None = None) -> OpGraph:
+    """Trace one training step of a Gavel model (meta device) into an OpGraph."""
     from gpuscope.graphs.torch_frontend import trace_train_step
     from gpuscope.workloads.models_gavel import gavel_step
 
     gs = gavel_step(model, batch)
-    g = trace_train_step(gs.step, gs.batch, gs.modules, gs.optimizers, name=f"gavel-{model}-b{batch}",
-                         meta=gs.meta)
-    return GraphCost.from_graph(g, batch)
+    return trace_train_step(gs.step, gs.batch, gs.modules, gs.optimizers,
+                            name=name or f"gavel-{model}-b{batch}", meta=gs.meta)
+
+
+def gavel_cost(model: str, batch: int) -> GraphCost:
+    """One training step of a Gavel model as a GraphCost (``gavel_graph``)."""
+    return GraphCost.from_graph(gavel_graph(model, batch), batch)
 
 
 def gavel_points(gavel: pd.DataFrame, resnet50_cost: object = None) -> tuple[list[Point], list[Point]]:
@@ -88,7 +112,7 @@ def gavel_points(gavel: pd.DataFrame, resnet50_cost: object = None) -> tuple[lis
         if (model, b) not in costs:
             costs[(model, b)] = (resnet50_cost(b) if model == "resnet50" and resnet50_cost  # type: ignore[operator]
                                  else gavel_cost(model, b))
-        job = FidelityJob(model, ds, opt, b)
+        job = GavelJob(model, ds, opt, b)
         label = f"{r.model}-b{b}"
         dev = get_device(r.device)
         if r.n_gpus == 1:

@@ -24,24 +24,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpuscope.emulator.fidelity import GAVEL_FAMILIES, GavelJob, gavel_graph
 from gpuscope.errors import InputError
 from gpuscope.external import gavel_dir, gavel_entries, parse_job_type
 from gpuscope.jobs import JobSpec
 from gpuscope.predictor.mlp import MaskedMLP
 from gpuscope.predictor.physics import STEP_FEATURES, FeatureBuilder
-
-#: Gavel job type → (catalog model, dataset, optimizer, batch size when Gavel names none).
-#: Optimizers as in ``gpuscope.emulator.fidelity`` (the emulator stage's mapping, preferred
-#: when importable); a job type without a batch size runs one sample per step.
-GAVEL_MODELS: dict[str, tuple[str, str, str, int]] = {
-    "ResNet-50": ("resnet50", "imagenet", "sgd", 0),
-    "ResNet-18": ("resnet18", "cifar10", "sgd", 0),
-    "Transformer": ("transformer_base", "multi30k", "adam", 0),
-    "LM": ("lstm_lm", "wikitext2", "sgd", 0),
-    "Recommendation": ("rec_autoencoder", "ml20m", "adam", 0),
-    "CycleGAN": ("cyclegan", "monet2photo", "adam", 1),
-    "A3C": ("a3c", "pong", "adam", 1),
-}
 
 
 def load_gavel(path: str | Path | None = None) -> pd.DataFrame:
@@ -61,68 +49,16 @@ def load_gavel(path: str | Path | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@dataclass(frozen=True)
-class GavelJob:
-    """A Gavel job type as the emulator and ``FeatureBuilder`` read a job (its graph is traced
-    from ``gpuscope.workloads.models_gavel``, which the JobSpec catalog does not list)."""
-
-    model: str
-    dataset: str
-    optimizer: str
-    batch_size: int
-    epochs: int = 1
-    steps_per_epoch: int = 1
-    precision: str = "fp32"
-    job_id: str | None = None
-
-    @property
-    def steps(self) -> int:
-        return self.steps_per_epoch
-
-    @property
-    def total_steps(self) -> int:
-        return self.steps_per_epoch * self.epochs
-
-    @property
-    def graph_key(self) -> str:
-        return f"gavel-{self.model}-{self.dataset}-{self.optimizer}-b{self.batch_size}"
-
-    @property
-    def key(self) -> str:
-        return f"{self.graph_key}-e{self.epochs}-s{self.steps_per_epoch}"
-
-    @property
-    def dataset_spec(self) -> Any:
-        from gpuscope.jobs import DATASETS
-
-        return DATASETS[self.dataset]
-
-
-def gavel_models() -> dict[str, tuple[str, str, str, int]]:
-    """Gavel family → (model, dataset, optimizer, default batch): the emulator stage's
-    mapping (``gpuscope.emulator.fidelity.GAVEL_FAMILIES``) when present, else ours."""
-    try:
-        from gpuscope.emulator.fidelity import GAVEL_FAMILIES
-    except ImportError:
-        return dict(GAVEL_MODELS)
-    return {k: (*v, 1) for k, v in GAVEL_FAMILIES.items()}
-
-
 def gavel_job(family: str, batch_size: int) -> JobSpec | GavelJob | None:
-    """The job of a Gavel job type (batch 1 where Gavel names none), or None when gpuscope
-    has no model for it."""
-    table = gavel_models()
-    if family not in table:
+    """The job of a Gavel job type (``GAVEL_FAMILIES``; batch 1 where Gavel names none: CycleGAN,
+    A3C), or None when gpuscope has no model for it."""
+    if family not in GAVEL_FAMILIES:
         return None
-    model, dataset, opt, default_bs = table[family]
-    b = batch_size or default_bs or 1
+    model, dataset, opt = GAVEL_FAMILIES[family]
+    b = batch_size or 1
     if model == "resnet50":
         return JobSpec(model=model, dataset=dataset, optimizer=opt, batch_size=b, epochs=1,
                        steps_per_epoch=1)
-    try:
-        import gpuscope.workloads.models_gavel  # noqa: F401
-    except ImportError:
-        return None
     return GavelJob(model, dataset, opt, b)
 
 
@@ -132,12 +68,7 @@ def gavel_source(job: Any) -> Any:
         from gpuscope.graphs import GraphCache
 
         return GraphCache().get_or_export(job)
-    from gpuscope.graphs.torch_frontend import trace_train_step
-    from gpuscope.workloads.models_gavel import gavel_step
-
-    gs = gavel_step(job.model, job.batch_size)
-    return trace_train_step(gs.step, gs.batch, gs.modules, gs.optimizers, name=job.graph_key,
-                            meta=gs.meta)
+    return gavel_graph(job.model, job.batch_size, name=job.graph_key)
 
 
 @dataclass
