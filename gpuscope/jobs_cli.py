@@ -47,6 +47,8 @@ def _template(a: argparse.Namespace) -> int:
     out = check_output(a.output, what="queue")
     if out.exists() and not a.force:
         raise InputError(f"{out} exists; pass --force to overwrite it")
+    if out.suffix.lower() not in (".csv", ".json"):  # refused before the module is written
+        raise InputError(f"{out}: unsupported extension {out.suffix!r} (use .csv or .json)")
     # the module job names a file next to the queue (queues resolve relative paths there), so
     # the example runs from any folder; a user's edited copy is never overwritten
     module = out.parent / EXAMPLE_MODULE.name

@@ -63,6 +63,9 @@ def test_template_runs_from_any_folder_and_keeps_an_edited_module(tmp_path, caps
     assert job.module == f"{copy}:build"  # resolved next to the queue file
     from gpuscope.workloads.sources import load_factory
     assert callable(load_factory(job.module))
+    bad = tmp_path / "bad" / "q.txt"
+    assert main(["jobs", "template", "-o", str(bad)]) == 2
+    assert not (bad.parent / "my_model.py").exists()  # nothing written for a refused output
     copy.write_text("# edited\n")
     assert main(["jobs", "template", "-o", str(out.with_suffix(".json"))]) == 0
     assert copy.read_text() == "# edited\n" and "kept as it was" in capsys.readouterr().out
