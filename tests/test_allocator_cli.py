@@ -185,3 +185,34 @@ def test_gavel_truth_is_steps_over_throughput(tmp_path) -> None:
     pred, truth = gavel_tables(trace, th, pred_noise=0.0)
     assert truth["exec_time_s"].tolist() == [400.0, 200.0, 100.0]
     assert np.allclose(pred["exec_time_s"], truth["exec_time_s"])
+
+
+def test_domain_warning_counts_and_names_the_first() -> None:
+    from gpuscope.allocator.predict import domain_warning
+
+    pred = pd.DataFrame({"job_id": ["a", "b", "a", "b"], "device": ["v100", "v100", "a100", "a100"],
+                         "in_domain": [True, False, True, False],
+                         "domain_reason": ["", "r_log_epochs=3 outside [0, 1.3]", "", "x"]})
+    assert domain_warning(pred) == (
+        "warning: 2 of 4 (job, device) predictions lie outside their checkpoint's training "
+        "domain (e.g. b on v100: r_log_epochs=3 outside [0, 1.3])")
+    assert domain_warning(pred.assign(in_domain=True)) is None
+    assert domain_warning(pred.drop(columns=["in_domain"])) is None  # a GNN checkpoint's frame
+
+
+def test_allocate_warns_when_predictions_extrapolate(tmp_path, monkeypatch, fake_predictor,
+                                                     capsys) -> None:
+    def fake(jobs, devices, model_dir, driple=False, datasets=None):
+        df = synthetic_tables(jobs, devices, seed=1)[0]
+        first = df["job_id"] == jobs[0].job_id
+        return df.assign(in_domain=~first, domain_reason=np.where(first, "r_log_epochs=2", ""))
+
+    monkeypatch.setattr("gpuscope.allocator.pipeline.predict_queue", fake)
+    jobs = table_jobs(4)[:5]
+    q = write_queue(jobs, tmp_path / "q.csv")
+    rc = main(["allocate", "--jobs", str(q), "--cluster", "gtx1080:1,titanx:1", "--policy", "ect",
+               "--model-dir", str(fake_predictor), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert "warning: 2 of 10 (job, device) predictions lie outside" in err
+    assert f"e.g. {jobs[0].job_id} on gtx1080: r_log_epochs=2" in err

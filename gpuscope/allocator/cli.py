@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -122,6 +123,8 @@ def _allocate(args: argparse.Namespace) -> int:
     inp = prepare(jobs, cluster, args.model_dir, args.truth, policies)
     summary = write_allocation(inp, policies, orders, resources, Path(args.out), seed=args.seed)
     print(summary)
+    for note in inp.notes:
+        sys.stderr.write(note + "\n")
     if args.submit == "slurm":
         from gpuscope.slurm.cli import submitted_line, time_scale
         from gpuscope.slurm.submit import submit
@@ -186,7 +189,7 @@ def _has_driple(args: argparse.Namespace, cluster: ClusterSpec) -> bool:
 
 def _tjng(args: argparse.Namespace) -> int:
     from gpuscope.allocator.pipeline import check_devices, graph_source, load_jobs
-    from gpuscope.allocator.predict import check_checkpoints, predict_queue
+    from gpuscope.allocator.predict import check_checkpoints, domain_warning, predict_queue
     from gpuscope.allocator.tjng_export import export_tjng, one_gpu_times
     from gpuscope.allocator.truth import labels_path, load_truth
 
@@ -212,6 +215,7 @@ def _tjng(args: argparse.Namespace) -> int:
                              f"{', '.join(cluster.devices)}")
         truth = load_truth(jobs, have, args.truth, strict=False)
     pred = predict_queue(jobs, cluster.devices, args.model_dir, datasets=graph_source(args.truth))
+    note = domain_warning(pred)
     one = one_gpu_times(jobs, cluster, pred, truth, pred_source=f"predicted:{args.model_dir}")
     tj, inst, dropped = export_tjng(jobs, cluster, one, args.out, n_nodes=args.nodes,
                                     seed=args.seed)
@@ -224,4 +228,6 @@ def _tjng(args: argparse.Namespace) -> int:
     print(f"t_jng: {len(tj)} rows for {tj['job_id'].nunique()} jobs on {str(cluster)} "
           f"-> {out / 'tjng.csv'}, instance -> {out / 'instance'}"
           + (f"; {len(dropped)} job(s) fit no node type" if dropped else ""))
+    if note:
+        sys.stderr.write(note + "\n")
     return 0

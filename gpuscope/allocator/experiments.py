@@ -68,7 +68,8 @@ class ExperimentInputs:
 
     Attributes:
         pred: full-target predictions; ``driple``: Driple-target predictions (or None);
-        truth: ground truth (``source`` = measured / emulated); mem_total_mb: for Eq. 2.
+        truth: ground truth (``source`` = measured / emulated); mem_total_mb: for Eq. 2;
+        notes: warnings a command prints (``predict.domain_warning``).
     """
 
     jobs: list[JobSpec]
@@ -77,6 +78,8 @@ class ExperimentInputs:
     driple: JobDeviceTable | None
     truth: JobDeviceTable | None
     mem_total_mb: Mapping[str, float]
+    #: one-line warnings about the inputs (predictions outside their checkpoints' domain)
+    notes: tuple[str, ...] = ()
 
     @property
     def arrivals(self) -> np.ndarray:

@@ -8,6 +8,7 @@ batched prediction (:mod:`gpuscope.allocator.predict`) and the same truth matchi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +20,7 @@ from gpuscope.allocator.experiments import (
     seed_workload,
     table8_jobs,
 )
-from gpuscope.allocator.predict import check_checkpoints, predict_queue
+from gpuscope.allocator.predict import check_checkpoints, domain_warning, predict_queue
 from gpuscope.allocator.truth import load_truth
 from gpuscope.errors import InputError
 from gpuscope.jobs import JobSpec
@@ -95,4 +96,5 @@ def prepare(
     pred = predict_queue(jobs, cluster.devices, model_dir, datasets=ds) if need_pred else None
     driple = (predict_queue(jobs, cluster.devices, model_dir, driple=True, datasets=ds)
               if need_driple else None)
-    return build_inputs(jobs, cluster, pred, driple, truth)
+    note = domain_warning(pred) if pred is not None else None
+    return replace(build_inputs(jobs, cluster, pred, driple, truth), notes=(note,) if note else ())

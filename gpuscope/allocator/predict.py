@@ -66,3 +66,19 @@ def predict_queue(
         df["device"] = d  # the checkpoint's device name may be spelled differently
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
+
+
+def domain_warning(pred: pd.DataFrame) -> str | None:
+    """One line when (job, device) predictions lie outside their checkpoint's training domain
+    (the physics predictor's ``in_domain`` / ``domain_reason`` columns), else None: the
+    allocation then rests on extrapolated times, which the user should know."""
+    if "in_domain" not in pred or pred.empty:
+        return None
+    bad = pred[~pred["in_domain"].astype(bool)]
+    if bad.empty:
+        return None
+    first = bad.iloc[0]
+    reason = f": {first['domain_reason']}" if "domain_reason" in bad else ""
+    return (f"warning: {len(bad)} of {len(pred)} (job, device) predictions lie outside their "
+            f"checkpoint's training domain (e.g. {first['job_id']} on {first['device']}{reason})")
+
