@@ -164,6 +164,14 @@ def _train_physics(a: argparse.Namespace) -> int:
     print(f"trained physics predictor on {', '.join(ck['devices'])} ({ck['provenance']}, "
           f"{tr['rows']} rows, {len(tr['families'])} families) in {tr['seconds']:.1f} s; "
           f"models: {', '.join(f'{k}={v}' for k, v in tr['chosen'].items())} -> {a.output}")
+    unseen = [t for t in ck["targets"] if t not in tr["chosen"]]
+    if tr.get("few_labels"):
+        sys.stderr.write(f"note: {len(tr['few_labels'])} target(s) have fewer than 10 labelled "
+                         f"rows and are predicted by the analytic estimate alone (no learnt "
+                         f"correction): {', '.join(tr['few_labels'])}\n")
+    if unseen:
+        sys.stderr.write(f"note: {len(unseen)} target(s) are not in the dataset and will be "
+                         f"predicted NaN: {', '.join(unseen)}\n")
     return 0
 
 

@@ -64,7 +64,10 @@ class HybridModel(BaseEstimator):
         kinds: ``"auto"`` or a model kind for every target, or a dict target → kind.
         gbt_iter, gbt_lr, gbt_leaves, gbt_min_leaf: the boosted trees.
         mlp_epochs, mlp_hidden: the MLP.
-        min_labels: targets observed on fewer training rows are not learnt (predicted NaN).
+        min_labels: targets observed on fewer training rows get no learnt correction: with
+            ``residual`` and an analytic label they are predicted by the analytic label alone
+            (kind ``analytic``, listed in ``few_labels_``), otherwise not at all (NaN);
+            targets never observed (a CPU dataset's GPU targets) are always NaN.
         random_state: seed of the inner split and the models.
         residual: learners predict the correction to each target's analytic label (issue
             13); False: the label-space value itself, as before the analytic labels.
@@ -168,8 +171,13 @@ class HybridModel(BaseEstimator):
         Z = encode_targets(frame, np.asarray(Y, np.float64), tuple(self.targets), total_steps)
         # what the learners fit: the label-space residual of the analytic label
         R = Z - np.column_stack([self._base(frame, j) for j in range(len(self.targets))])
-        seen = [j for j in range(len(self.targets))
-                if np.isfinite(Z[:, j]).sum() >= self.min_labels]
+        counts = np.isfinite(Z).sum(axis=0)
+        seen = [j for j in range(len(self.targets)) if counts[j] >= self.min_labels]
+        # observed, but too rarely to learn a correction from: the analytic label alone
+        # (a small campaign on a new GPU still gets every target it measured)
+        few = [j for j in range(len(self.targets)) if 0 < counts[j] < self.min_labels
+               and self.residual and has_analytic(self.targets[j], self._legacy)]
+        self.few_labels_ = [self.targets[j] for j in few]
         cand = self._kinds_for(seen)
         chosen: dict[int, str] = {j: c[0] for j, c in cand.items()}
         self.val_mse_: dict[str, dict[str, float]] = {}
@@ -207,12 +215,14 @@ class HybridModel(BaseEstimator):
         self.zmax_ = np.array([
             np.nanmax(Z[:, j]) + np.log(10.0) if target_space(t) == "log1p"
             and np.isfinite(Z[:, j]).any() else np.inf for j, t in enumerate(self.targets)])
+        chosen.update({j: "analytic" for j in few})
+        learnt = sorted(seen + few)
         self.models_: dict[int, Any] = {}
         for kind in KINDS:
-            cols = [j for j in seen if chosen[j] == kind]
+            cols = [j for j in learnt if chosen[j] == kind]
             if cols:
                 self.models_.update(self._fit_kind(kind, frame, R, cols))
-        self.chosen_ = {self.targets[j]: chosen[j] for j in seen}
+        self.chosen_ = {self.targets[j]: chosen[j] for j in learnt}
         feats = frame[self.features_].to_numpy(np.float64)
         self.domain_ = {"min": np.nanmin(feats, 0), "max": np.nanmax(feats, 0)}
         self.oom_model_ = None
@@ -347,7 +357,8 @@ class HybridModel(BaseEstimator):
                 "label_version": int(getattr(self, "label_version_", LABEL_VERSION)),
                 "residual": bool(self.residual),
                 "zmax": torch.as_tensor(self.zmax_),
-                "chosen": dict(self.chosen_), "params": {
+                "chosen": dict(self.chosen_),
+                "few_labels": list(getattr(self, "few_labels_", [])), "params": {
                     k: v for k, v in self.get_params().items()
                     if isinstance(v, (int, float, str)) and not isinstance(v, bool)}}
 
@@ -376,4 +387,5 @@ class HybridModel(BaseEstimator):
         if s.get("zmax") is not None:
             m.zmax_ = np.asarray(s["zmax"], np.float64)
         m.chosen_ = dict(s.get("chosen", {}))
+        m.few_labels_ = [str(t) for t in s.get("few_labels", [])]
         return m

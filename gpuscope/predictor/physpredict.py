@@ -78,7 +78,7 @@ def fit_physics(data: PhysicsData, rows: np.ndarray | None = None, kinds: Any = 
         "devices": devs, "provenance": "+".join(prov), "emulator_version": emulator_version(),
         "dataset_fingerprint": data_fingerprint(sub),
         "train": {"rows": len(sub), "seconds": time.perf_counter() - t0, "seed": seed,
-                  "chosen": dict(m.chosen_),
+                  "chosen": dict(m.chosen_), "few_labels": list(m.few_labels_),
                   "families": sorted(set(sub.groups().tolist()))},
     }
 
