@@ -53,7 +53,7 @@ from gpuscope.emulator.calibrate import (
     log_errors,
     median_abs,
 )
-from gpuscope.emulator.fidelity import colocation_points
+from gpuscope.emulator.fidelity import FIT_FAMILIES, colocation_points
 from gpuscope.emulator.fidelity import family_of as family
 from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams, default_params
 from gpuscope.emulator.perf import GraphCost, estimate
@@ -196,7 +196,7 @@ def family_points(gavel: pd.DataFrame, cache: GraphCache) -> tuple[list[Point], 
 def families(points: tuple[list[Point], list[Point]], cache: GraphCache, alex: pd.DataFrame,
              params: EmulatorParams, data: Path) -> None:
     """Issue 11's per-family table and the final line (see the module docstring)."""
-    from gpuscope.emulator.fidelity import FIT_FAMILIES, comparisons, family_table, order_agreement
+    from gpuscope.emulator.fidelity import comparisons, family_table, order_agreement
 
     single, multi = points
     comp = comparisons(single, multi, params)
@@ -241,8 +241,8 @@ def main() -> None:
     gavel = load_gavel(data / "gavel" / "simulation_throughputs.json")
     # one trace per Gavel model (gpuscope.workloads.models_gavel), for the fit and the tables
     fam_points = family_points(gavel, cache)
-    single = [p for p in fam_points[0] if family(p.label) in ("ResNet-50", "ResNet-18")]
-    multi = [p for p in fam_points[1] if family(p.label) in ("ResNet-50", "ResNet-18")]
+    single = [p for p in fam_points[0] if family(p.label) in FIT_FAMILIES]
+    multi = [p for p in fam_points[1] if family(p.label) in FIT_FAMILIES]
     r50 = [p for p in single if family(p.label) == "ResNet-50"]
     r18 = [p for p in single if family(p.label) == "ResNet-18"]
     m50 = [p for p in multi if family(p.label) == "ResNet-50"]
@@ -270,7 +270,7 @@ def main() -> None:
     # time-sliced contexts: on the fit families' identical-pair colocations (fidelity.py)
     raw = json.loads((data / "gavel" / "simulation_throughputs.json").read_text())
     pairs = colocation_points(raw, fam_points[0])
-    pairs_fit = [p for p in pairs if family(p.label) in ("ResNet-18", "ResNet-50")]
+    pairs_fit = [p for p in pairs if family(p.label) in FIT_FAMILIES]
     pairs_held = [p for p in pairs if p not in pairs_fit]
     fitted = fit_ctx_switch(pairs_fit, fitted)
     print("provenance: emulated vs measured (Gavel; GPUScheduler AlexNet)")

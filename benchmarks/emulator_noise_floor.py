@@ -33,27 +33,12 @@ from gpuscope.devices import get_device
 from gpuscope.emulator import CostCache, default_params, estimate, synth_trace
 from gpuscope.emulator.traces import PERIOD_S, effective_period
 from gpuscope.graphs import GraphCache
+from gpuscope.predictor.noise import floor_of_labels
 from gpuscope.profiling import TraceMeta, label_trace, load_campaign
 from gpuscope.profiling.labeling import labels_frame
-from gpuscope.resources import TARGETS
 
 TARGET = 0.003
 MAX_PAIRS = 50
-
-
-def pair_nmse(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, float]:
-    """Per target, nMSE between two seeds' labels of the same runs (``ok`` in both), in the
-    min-max space of the first seed's labels."""
-    ok = (a.status == "ok") & (b.status == "ok")
-    out: dict[str, float] = {}
-    for t in TARGETS:
-        x, y = a.loc[ok, t].to_numpy(float), b.loc[ok, t].to_numpy(float)
-        m = ~(np.isnan(x) | np.isnan(y))
-        if not m.any():
-            continue
-        span = float(np.nanmax(x[m]) - np.nanmin(x[m])) or 1.0
-        out[t] = float(np.mean(((x[m] - y[m]) / span) ** 2))
-    return out
 
 
 def interval(values: np.ndarray) -> tuple[float, float]:
@@ -93,7 +78,9 @@ def main() -> None:
                              sample_period_s=effective_period(est, PERIOD_S, int(p.max_trace_samples)))
             labs[seed].append(label_trace(df, meta))
     frames = [labels_frame(rows).set_index("run_id").sort_index() for rows in labs]
-    per_pair = pd.DataFrame([pair_nmse(frames[2 * i], frames[2 * i + 1]) for i in range(args.pairs)])
+    # the predictor stage's floor (ok runs in both, min-max space of the first seed)
+    per_pair = pd.DataFrame([floor_of_labels(frames[2 * i], frames[2 * i + 1])
+                             .set_index("target")["nmse"] for i in range(args.pairs)])
     print(f"provenance: emulated; {dev.name}, {len(jobs)} runs, {args.pairs} seed pair(s) "
           f"(0 vs 1 ... {2 * args.pairs - 2} vs {2 * args.pairs - 1}), {time.perf_counter() - t0:.0f} s")
     print(f"{'target':<22} {'seeds 0v1':>9} {'mean':>8} {'95 % interval':>17} {'worst pair':>10}")

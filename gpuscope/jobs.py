@@ -55,6 +55,13 @@ class FieldError(InputError):
         self.field = field
 
 
+def module_file(module: str) -> str | None:
+    """The file of a ``path/to/file.py:factory`` module source, or None for an importable
+    ``package.module:factory`` (the one rule the loader, the queue reader and the digest use)."""
+    target = module.rpartition(":")[0]
+    return target if target.endswith(".py") or "/" in target or "\\" in target else None
+
+
 def source_model_name(module: str | None = None, hf: str | None = None) -> str:
     """Default model name of a ``module`` or ``hf`` source: ``examples/my_model.py:build`` ->
     ``my_model.build``; ``gpt2:n_layer=36`` -> ``hf-gpt2``; ``cfg/config.json`` -> ``hf-cfg``."""
@@ -78,7 +85,7 @@ def source_digest(module: str | None = None, hf: str | None = None) -> str:
     path: Path | None = None
     if module:
         target = module.rpartition(":")[0]
-        if target.endswith(".py") or "/" in target:
+        if module_file(module) is not None:
             path = Path(target)
         else:
             import importlib.util

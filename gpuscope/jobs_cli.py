@@ -47,16 +47,16 @@ def _template(a: argparse.Namespace) -> int:
     out = check_output(a.output, what="queue")
     if out.exists() and not a.force:
         raise InputError(f"{out} exists; pass --force to overwrite it")
-    if out.suffix.lower() not in (".csv", ".json"):  # refused before the module is written
-        raise InputError(f"{out}: unsupported extension {out.suffix!r} (use .csv or .json)")
     # the module job names a file next to the queue (queues resolve relative paths there), so
-    # the example runs from any folder; a user's edited copy is never overwritten
+    # the example runs from any folder; the queue goes first (write_queue refuses a bad
+    # extension before anything is written) and a user's edited module is never overwritten
+    jobs = template_jobs(EXAMPLE_MODULE.name)
+    write_queue(jobs, out)  # atomic: a temp file renamed into place
     module = out.parent / EXAMPLE_MODULE.name
     kept = module.exists()
     if not kept:
         write_text(module, EXAMPLE_MODULE.read_text(), what="example module")
-    write_queue(template_jobs(EXAMPLE_MODULE.name), out)  # atomic: a temp file renamed into place
-    print(f"wrote {len(template_jobs())} example jobs -> {out} "
+    print(f"wrote {len(jobs)} example jobs -> {out} "
           f"(fields: gpuscope jobs schema; check: gpuscope jobs check {out}); "
           f"module job: {module} ({'kept as it was' if kept else 'written'})")
     return 0

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuscope.errors import InputError
-from gpuscope.jobs import FieldError, JobSpec
+from gpuscope.jobs import FieldError, JobSpec, module_file
 
 QUEUE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(JobSpec))
 
@@ -87,7 +87,7 @@ def _relative_to(row: dict[str, Any], base: Path) -> dict[str, Any]:
         path, sep, rest = (v.rpartition(":") if key == "module" else (v, "", ""))
         if key == "hf" and not path.endswith(".json"):
             continue
-        if key == "module" and not (path.endswith(".py") or "/" in path):
+        if key == "module" and module_file(v) is None:
             continue
         if not Path(path).is_absolute() and (base / path).is_file() and not Path(path).is_file():
             out[key] = str(base / path) + sep + rest
@@ -101,10 +101,9 @@ def missing_files(jobs: Iterable[JobSpec]) -> list[str]:
     not checked here (importing them runs user code)."""
     out: list[str] = []
     for j in jobs:
-        if j.module:
-            path = j.module.rpartition(":")[0]
-            if (path.endswith(".py") or "/" in path or "\\" in path) and not Path(path).is_file():
-                out.append(f"job {j.job_id}: module file {path} does not exist")
+        path = module_file(j.module) if j.module else None
+        if path is not None and not Path(path).is_file():
+            out.append(f"job {j.job_id}: module file {path} does not exist")
         if j.graph and not Path(j.graph).is_file():
             out.append(f"job {j.job_id}: graph file {j.graph} does not exist")
         if j.hf and j.hf.endswith(".json") and not Path(j.hf).is_file():

@@ -194,8 +194,8 @@ def test_domain_warning_counts_and_names_the_first() -> None:
                          "in_domain": [True, False, True, False],
                          "domain_reason": ["", "r_log_epochs=3 outside [0, 1.3]", "", "x"]})
     assert domain_warning(pred) == (
-        "warning: 2 of 4 (job, device) predictions lie outside their checkpoint's training "
-        "domain (e.g. b on v100: r_log_epochs=3 outside [0, 1.3])")
+        "warning: 2 of 4 (job, device) predictions lie outside the checkpoint's training "
+        "domain (column in_domain; e.g. b on v100: r_log_epochs=3 outside [0, 1.3])")
     assert domain_warning(pred.assign(in_domain=True)) is None
     assert domain_warning(pred.drop(columns=["in_domain"])) is None  # a GNN checkpoint's frame
 

@@ -69,16 +69,8 @@ def predict_queue(
 
 
 def domain_warning(pred: pd.DataFrame) -> str | None:
-    """One line when (job, device) predictions lie outside their checkpoint's training domain
-    (the physics predictor's ``in_domain`` / ``domain_reason`` columns), else None: the
-    allocation then rests on extrapolated times, which the user should know."""
-    if "in_domain" not in pred or pred.empty:
-        return None
-    bad = pred[~pred["in_domain"].astype(bool)]
-    if bad.empty:
-        return None
-    first = bad.iloc[0]
-    reason = f": {first['domain_reason']}" if "domain_reason" in bad else ""
-    return (f"warning: {len(bad)} of {len(pred)} (job, device) predictions lie outside their "
-            f"checkpoint's training domain (e.g. {first['job_id']} on {first['device']}{reason})")
+    """The predictor's out-of-domain line for a cluster's (job, device) predictions: the
+    allocation then rests on extrapolated times (``physpredict.domain_warning``)."""
+    from gpuscope.predictor.physpredict import domain_warning as warn
 
+    return warn(pred, what="(job, device) predictions")

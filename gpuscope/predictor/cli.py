@@ -166,7 +166,8 @@ def _train_physics(a: argparse.Namespace) -> int:
           f"models: {', '.join(f'{k}={v}' for k, v in tr['chosen'].items())} -> {a.output}")
     unseen = [t for t in ck["targets"] if t not in tr["chosen"]]
     if tr.get("few_labels"):
-        sys.stderr.write(f"note: {len(tr['few_labels'])} target(s) have fewer than 10 labelled "
+        least = ck["model"]["params"].get("min_labels", "min_labels")
+        sys.stderr.write(f"note: {len(tr['few_labels'])} target(s) have fewer than {least} labelled "
                          f"rows and are predicted by the analytic estimate alone (no learnt "
                          f"correction): {', '.join(tr['few_labels'])}\n")
     if unseen:
@@ -275,6 +276,7 @@ def _evaluate_gnn(a: argparse.Namespace) -> int:
 
 
 def _predict(a: argparse.Namespace) -> int:
+    from gpuscope.predictor.physpredict import domain_warning
     from gpuscope.predictor.predict import load_predictor
     from gpuscope.queues import read_queue
 
@@ -296,14 +298,10 @@ def _predict(a: argparse.Namespace) -> int:
     out = Path(a.output)
     write_table(df, out, [a.jobs, a.model, a.graphs], what="predictions")
     sys.stderr.write(f"predicted {len(df)} jobs on {pred.device} in {dt:.2f} s -> {out}\n")
+    note = domain_warning(df)
+    if note:
+        sys.stderr.write(note + "\n")
     if "in_domain" in df:
-        bad = df[~df["in_domain"].astype(bool)]
-        if len(bad):
-            first = bad.iloc[0]
-            sys.stderr.write(
-                f"warning: {len(bad)} of {len(df)} jobs lie outside the checkpoint's training "
-                f"domain (column in_domain; e.g. {first['job_id']}: {first['domain_reason']})"
-                "\n")
         n_oom = int(df["oom"].sum())
         if n_oom:
             sys.stderr.write(f"{n_oom} of {len(df)} jobs do not fit {pred.device}'s memory "

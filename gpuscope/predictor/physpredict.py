@@ -206,5 +206,23 @@ class PhysicsPredictor:
                 f"{c['provenance']}, emulator v{c['emulator_version']})")
 
 
-__all__ = ["FORMAT_VERSION", "PhysicsPredictor", "TARGETS", "fit_physics", "read_checkpoint_dict",
-           "save_physics"]
+def domain_warning(pred: pd.DataFrame, what: str = "jobs") -> str | None:
+    """One line when rows of a prediction frame lie outside their checkpoint's training domain
+    (``in_domain`` / ``domain_reason``), else None (also for a frame without those columns: a
+    GNN checkpoint's). ``what`` names the rows; with a ``device`` column holding several
+    devices the example names its device too."""
+    if "in_domain" not in pred or pred.empty:
+        return None
+    bad = pred[~pred["in_domain"].astype(bool)]
+    if bad.empty:
+        return None
+    first = bad.iloc[0]
+    where = (f" on {first['device']}" if "device" in pred and pred["device"].nunique() > 1
+             else "")
+    return (f"warning: {len(bad)} of {len(pred)} {what} lie outside the checkpoint's training "
+            f"domain (column in_domain; e.g. {first['job_id']}{where}: "
+            f"{first.get('domain_reason', '')})")
+
+
+__all__ = ["FORMAT_VERSION", "PhysicsPredictor", "TARGETS", "domain_warning", "fit_physics",
+           "read_checkpoint_dict", "save_physics"]

@@ -33,7 +33,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import DataDependentOutputException, unset_fake_temporarily
 
 from gpuscope.errors import InputError
-from gpuscope.jobs import DatasetSpec, JobSpec, parse_dataset, shape_dataset
+from gpuscope.jobs import DatasetSpec, JobSpec, module_file, parse_dataset, shape_dataset
 
 # -- user modules --------------------------------------------------------------------------------
 
@@ -43,7 +43,7 @@ def load_factory(module: str) -> Callable[..., Any]:
     target, _, name = module.rpartition(":")
     if not target or not name:
         raise InputError(f"module {module!r}: expected path/to/file.py:factory or pkg.mod:factory")
-    if target.endswith(".py") or "/" in target or "\\" in target:
+    if module_file(module) is not None:
         path = Path(target)
         if not path.is_file():
             raise InputError(f"module file {target} does not exist")
