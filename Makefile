@@ -34,7 +34,7 @@ test: $(FULL)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(FULL)
-	$(VENV)/bin/ruff check gpuscope tests benchmarks
+	$(VENV)/bin/ruff check gpuscope tests benchmarks research
 
 typecheck: $(FULL)
 	$(PY) -m mypy gpuscope

@@ -3,7 +3,7 @@
 Everything else is configured in pyproject.toml. The repository keeps ``datasets/`` at the top
 (design.md, Layout); a built wheel (``pip install .``, not editable) gets the files that the
 defaults of ``demo``, ``predict``, ``allocate``, ``tjng``, ``schedule`` and ``specon`` read, so an
-installed gpuscope runs from any directory. :func:`gpuscope.paths.bundled` looks in
+installed gpuscope runs from any directory. :func:`gpuscope.core.data.bundled` looks in
 ``gpuscope/_data`` first and falls back to the repository's ``datasets/`` (editable installs).
 """
 

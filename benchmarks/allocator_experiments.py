@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpuscope.allocator.reproduce import reproduce_gavel, reproduce_seed001  # noqa: E402
-from gpuscope.external import gavel_dir  # noqa: E402
+from gpuscope.core.data import gavel_dir  # noqa: E402
 
 
 def _avg_jct(md: str, label: str) -> float | None:

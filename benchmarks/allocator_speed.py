@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from gpuscope.allocator import ClusterSpec, JobDeviceTable, order_keys, place, simulate
-from gpuscope.allocator.synthetic import synthetic_tables
-from gpuscope.jobs import table_jobs
+from gpuscope.jobs.spec import table_jobs
+from gpuscope.testing import synthetic_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 CKPT = ROOT / "datasets" / "checkpoints"

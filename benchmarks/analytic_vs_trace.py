@@ -2,7 +2,7 @@
 
 For each run of the bundled campaigns (seed 001 Tables 3 and 4) on each device: the labels
 the profiling stage's labeler computes from the synthesised trace (noise seeds 0 and 1) and
-the closed-form labels of ``gpuscope.predictor.analytic_labels`` (with the trace's sensor
+the closed-form labels of ``gpuscope.predictor.physics.analytic`` (with the trace's sensor
 noise and expected stalls, as the predictor's physics features use them) and the analytic
 execution time (``physics.compose_exec`` with no correction), on the ``ok`` runs (the rows
 the predictor is scored on, ``v2data.PhysicsData.Y``). Per target: nMSE(analytic, seed
@@ -21,13 +21,13 @@ import time
 import numpy as np
 import pandas as pd
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
+from gpuscope.core.targets import TARGETS
 from gpuscope.emulator import default_params, estimate, synth_trace
 from gpuscope.emulator.runs import run_meta
 from gpuscope.emulator.traces import PERIOD_S, effective_period
-from gpuscope.predictor.physics import FeatureBuilder, analytic_features, label_features
+from gpuscope.predictor.physics.features import FeatureBuilder, analytic_features, label_features
 from gpuscope.profiling import label_trace, load_campaign
-from gpuscope.resources import TARGETS
 
 CAMPAIGNS = ("campaigns/emulated-table3.toml", "campaigns/emulated-table4.toml")
 

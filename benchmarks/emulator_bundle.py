@@ -6,7 +6,7 @@ steps per epoch, seed 0) into ``runs/emulated/<device>/``, then the profiling st
 ``build_dataset`` unchanged (labels, encoded graphs through the graph cache, vocabulary fitted
 on the dataset's graphs -- the same 272 graphs, hence the same vocabulary, on every device;
 no raw traces). Each manifest records the emulator version and the sha256 of every graph
-(``gpuscope.emulator.bundle``; tests/test_emulator_bundle.py fails when they no longer match
+(``gpuscope.emulator.calibration.bundle``; tests/test_emulator_bundle.py fails when they no longer match
 the code). Graphs are exported afresh into ``--cache`` (default: a new folder under
 runs/emulated) so a stale graph cache can never leak into the bundle.
 Usage: python benchmarks/emulator_bundle.py [DEVICES] [--cache DIR]
@@ -17,9 +17,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from gpuscope.devices import parse_device_list
+from gpuscope.cluster.devices import parse_device_list
 from gpuscope.emulator import CostCache, default_params, emulate_campaign
-from gpuscope.emulator.bundle import graph_fingerprint, stamp_manifest
+from gpuscope.emulator.calibration.bundle import graph_fingerprint, stamp_manifest
 from gpuscope.emulator.params import EMULATOR_VERSION
 from gpuscope.graphs import GraphCache
 from gpuscope.profiling import build_dataset, load_campaign

@@ -1,10 +1,10 @@
 """Emulator fidelity against real measurements published by others (issues 4 and 11).
 
 Issue 11: every Gavel job type (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN,
-A3C; gpuscope.workloads.models_gavel) at every batch size on K80/P100/V100 -- absolute steps/s,
+A3C; gpuscope.workloads.models.gavel) at every batch size on K80/P100/V100 -- absolute steps/s,
 V100/K80 and P100/K80 ratios, 2/4/8-GPU scaling --, the AlexNet tables, ANDREAS's
 data_server.csv (device order) and the measured CPU dataset; a per-family table (fit or held
-out, gpuscope.emulator.fidelity) and the final line
+out, gpuscope.emulator.calibration.fidelity) and the final line
 ``fidelity: worst held-out family median |log ratio| = X (target 0.15); device order correct P %``.
 
 Prints, for Gavel's measured throughputs (data/gavel/simulation_throughputs.json; K80, P100,
@@ -17,8 +17,8 @@ pascal, volta) on ResNet-50 single-GPU throughputs; the DataLoader workers' per-
 throughputs; all-reduce overlap and link efficiency on ResNet-50 2/4/8-GPU scaling. Held out:
 ResNet-18 on K80/V100, ResNet-18 ratios and scaling, and all AlexNet figures.
 Mapping: Gavel "ResNet-50 (batch B)" = catalog resnet50 on ImageNet; every other Gavel job type
-is traced from its faithful PyTorch version in gpuscope.workloads.models_gavel (one trace per
-model, used by the fit and by the tables alike; gpuscope.emulator.fidelity.gavel_points). Usage:
+is traced from its faithful PyTorch version in gpuscope.workloads.models.gavel (one trace per
+model, used by the fit and by the tables alike; gpuscope.emulator.calibration.fidelity.gavel_points). Usage:
 
     python benchmarks/emulator_fidelity.py [--write] [--data datasets/external]
 
@@ -37,8 +37,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpuscope.devices import get_device
-from gpuscope.emulator.calibrate import (
+from gpuscope.cluster.devices import get_device
+from gpuscope.core.data import data_dir
+from gpuscope.emulator.calibration.fidelity import FIT_FAMILIES, colocation_points
+from gpuscope.emulator.calibration.fidelity import family_of as family
+from gpuscope.emulator.calibration.fit import (
     Point,
     colocation_errors,
     exec_time_errors,
@@ -53,13 +56,10 @@ from gpuscope.emulator.calibrate import (
     log_errors,
     median_abs,
 )
-from gpuscope.emulator.fidelity import FIT_FAMILIES, colocation_points
-from gpuscope.emulator.fidelity import family_of as family
 from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams, default_params
 from gpuscope.emulator.perf import GraphCost, estimate
-from gpuscope.external import data_dir
 from gpuscope.graphs import GraphCache
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 
 TARGET = 0.15
 PROVENANCE = 'fitted (benchmarks/emulator_fidelity.py --write): kepler/pascal/volta on Gavel ResNet-50 1-GPU steps/s (kepler refitted alone with the K80 die at its 758 MHz sustained GEMM clock, datasets/devices.toml k80_gemm_clock, and arch_class_eff kepler:matmul 0.63 = cuBLAS 7.0 SGEMM on a K40 at boost, 3.15 of 5.0 TFLOP/s, k40_sgemm) (kepler refitted again with arch_winograd kepler 1.2012, the 3x3-convolution speed-up fitted on jcjohnson/cnn-benchmarks @0367b1f K40c vs GTX 1080 cuDNN 5 times of eight CNNs, benchmarks/emulator_kepler_convs.py), loader_handoff_ms on Gavel ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 (PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, ctx_switch_us on the Gavel identical-pair colocations of ResNet-18 and ResNet-50 (two processes on one GPU, K80/P100/V100); tensor_eff on V100 AMP ResNet-50 1200 img/s, ampere on A100-80GB TF32 938 / AMP 2470 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch README, 21.03), hopper on H100 SXM = 2x A100 SXM for vision training (Lambda H100 analysis), turing on T4/V100 forward-throughput ratios 415/1261 FP32 and 1198/3382 AMP (same NVIDIA README) with the T4 at its sustained 900 MHz SM clock under load (datasets/devices.toml mlperf_t4_clock), not its 1590 MHz boost; ada = ampere (assumed, no measurement)'
@@ -103,7 +103,7 @@ def alexnet_table(alex: pd.DataFrame, cache: GraphCache, params: EmulatorParams)
 
 def measured_calibration(root: Path, cache: GraphCache, params: EmulatorParams) -> None:
     """Per-device calibration against datasets/measured/<device>/ (before/after error)."""
-    from gpuscope.devices import load_catalog
+    from gpuscope.cluster.devices import load_catalog
 
     cat = load_catalog()
     dirs = sorted(d for d in root.iterdir() if (d / "labels.parquet").exists()) if root.exists() else []
@@ -185,7 +185,7 @@ def andreas_order(path: Path) -> tuple[int, int]:
 
 def family_points(gavel: pd.DataFrame, cache: GraphCache) -> tuple[list[Point], list[Point]]:
     """Every Gavel job type's single- and multi-GPU points (``fidelity.gavel_points``)."""
-    from gpuscope.emulator.fidelity import gavel_points as fidelity_points
+    from gpuscope.emulator.calibration.fidelity import gavel_points as fidelity_points
 
     def r50(b: int) -> GraphCost:
         return GraphCost.from_graph(cache.get_or_export(JobSpec("resnet50", "imagenet", "sgd", b, 1)), b)
@@ -196,7 +196,7 @@ def family_points(gavel: pd.DataFrame, cache: GraphCache) -> tuple[list[Point], 
 def families(points: tuple[list[Point], list[Point]], cache: GraphCache, alex: pd.DataFrame,
              params: EmulatorParams, data: Path) -> None:
     """Issue 11's per-family table and the final line (see the module docstring)."""
-    from gpuscope.emulator.fidelity import comparisons, family_table, order_agreement
+    from gpuscope.emulator.calibration.fidelity import comparisons, family_table, order_agreement
 
     single, multi = points
     comp = comparisons(single, multi, params)
@@ -239,7 +239,7 @@ def main() -> None:
     data = Path(args.data)
     cache = GraphCache()
     gavel = load_gavel(data / "gavel" / "simulation_throughputs.json")
-    # one trace per Gavel model (gpuscope.workloads.models_gavel), for the fit and the tables
+    # one trace per Gavel model (gpuscope.workloads.models.gavel), for the fit and the tables
     fam_points = family_points(gavel, cache)
     single = [p for p in fam_points[0] if family(p.label) in FIT_FAMILIES]
     multi = [p for p in fam_points[1] if family(p.label) in FIT_FAMILIES]

@@ -30,15 +30,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from gpuscope.devices import DeviceSpec, get_device
-from gpuscope.emulator.calibrate import Point, fit_arch_eff, fit_arch_winograd, load_gavel
+from gpuscope.cluster.devices import DeviceSpec, get_device
+from gpuscope.core.data import data_dir
+from gpuscope.emulator.calibration.fit import Point, fit_arch_eff, fit_arch_winograd, load_gavel
 from gpuscope.emulator.params import EmulatorParams, default_params
 from gpuscope.emulator.perf import GraphCost, kernel_times
-from gpuscope.external import data_dir
 from gpuscope.graphs import GraphCache
-from gpuscope.graphs.torch_frontend import trace_train_step
-from gpuscope.workloads import models_basic as mb
-from gpuscope.workloads import models_resnet as mr
+from gpuscope.graphs.frontends.torch import trace_train_step
+from gpuscope.workloads.models import basic as mb
+from gpuscope.workloads.models import resnet as mr
 
 #: jcjohnson/cnn-benchmarks @0367b1f, "Total (ms)" at batch 16: (GTX 1080, Tesla K40c), cuDNN 5005.
 PUBLISHED_MS: dict[str, tuple[float, float]] = {
@@ -143,7 +143,7 @@ def kepler_refit(data: Path) -> Callable[[EmulatorParams], EmulatorParams]:
     gavel = load_gavel(data / "gavel" / "simulation_throughputs.json")
     gavel = gavel[(gavel.model == "ResNet-50") & (gavel.n_gpus == 1) & (gavel.device == "k80")]
     cache, k80 = GraphCache(), get_device("k80")
-    from gpuscope.jobs import JobSpec
+    from gpuscope.jobs.spec import JobSpec
 
     points = []
     for r in gavel.itertuples():

@@ -29,13 +29,13 @@ import pandas as pd
 from scipy import stats
 from tqdm import tqdm
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import CostCache, default_params, estimate, synth_trace
 from gpuscope.emulator.traces import PERIOD_S, effective_period
 from gpuscope.graphs import GraphCache
-from gpuscope.predictor.noise import floor_of_labels
 from gpuscope.profiling import TraceMeta, label_trace, load_campaign
 from gpuscope.profiling.labeling import labels_frame
+from research.noise_floor import floor_of_labels
 
 TARGET = 0.003
 MAX_PAIRS = 50

@@ -40,13 +40,13 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuscope.devices import load_catalog, parse_device_list  # noqa: E402
+from gpuscope.cluster.devices import load_catalog, parse_device_list  # noqa: E402
+from gpuscope.core.data import data_dir  # noqa: E402
 from gpuscope.emulator import EmulatorParams, default_params  # noqa: E402
-from gpuscope.emulator.calibrate import load_gavel  # noqa: E402
-from gpuscope.emulator.fidelity import GAVEL_FAMILIES, GavelJob, gavel_cost  # noqa: E402
+from gpuscope.emulator.calibration.fidelity import GAVEL_FAMILIES, GavelJob, gavel_cost  # noqa: E402
+from gpuscope.emulator.calibration.fit import load_gavel  # noqa: E402
 from gpuscope.emulator.hostwork import achievable_bw  # noqa: E402
 from gpuscope.emulator.perf import GraphCost, estimate, kernel_times  # noqa: E402
-from gpuscope.external import data_dir  # noqa: E402
 from gpuscope.graphs import GraphCache  # noqa: E402
 from gpuscope.profiling import load_campaign  # noqa: E402
 

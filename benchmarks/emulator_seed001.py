@@ -16,10 +16,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import EmulatorParams, GraphCost, default_params, estimate
 from gpuscope.graphs import GraphCache
-from gpuscope.jobs import TABLE3_CNNS, JobSpec, table_jobs
+from gpuscope.jobs.spec import TABLE3_CNNS, JobSpec, table_jobs
 
 PAPER_TABLE1 = {"vgg11": (98.84, 26.59, 98.27), "vgg16": (99.18, 16.16, 98.74),
                 "vgg19": (89.95, None, 98.88)}

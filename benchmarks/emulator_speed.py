@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import CostCache, default_params, emulate_device
 from gpuscope.graphs import GraphCache
 from gpuscope.profiling import load_campaign

@@ -3,7 +3,7 @@
 Two measured sources, both committed (``benchmarks/gpu_session.sh`` made them):
 
 * ``datasets/measured/h100-steps.csv``: 75 jobs timed in one process (batch already on the
-  GPU; ``gpuscope.profiling.steptimes``). Compared with the emulator's GPU-side step time
+  GPU; ``gpuscope.profiling.steps``). Compared with the emulator's GPU-side step time
   ``max(t_gpu, t_dispatch) + t_sync`` (its input-pipeline term is left out, as the measurement
   has no pipeline) and its memory footprint against the caching allocator's peak reserve.
 * ``datasets/measured/h100/``: 23 real profiler runs (own process, CPU input pipeline, NVML
@@ -41,13 +41,13 @@ sys.path.insert(0, str(ROOT))
 
 from dataclasses import replace  # noqa: E402
 
-from gpuscope.devices import DeviceSpec, get_device  # noqa: E402
+from gpuscope.cluster.devices import DeviceSpec, get_device  # noqa: E402
 from gpuscope.emulator import default_params, estimate  # noqa: E402
-from gpuscope.emulator.calibrate import HOST_RUN_PARAMS, fit_host_runs, fit_host_steps  # noqa: E402
+from gpuscope.emulator.calibration.fit import HOST_RUN_PARAMS, fit_host_runs, fit_host_steps  # noqa: E402
 from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams  # noqa: E402
 from gpuscope.emulator.perf import GraphCost  # noqa: E402
 from gpuscope.graphs import GraphCache  # noqa: E402
-from gpuscope.jobs import MODEL_FAMILY, JobSpec  # noqa: E402
+from gpuscope.jobs.spec import MODEL_FAMILY, JobSpec  # noqa: E402
 
 STEPS = ROOT / "datasets/measured/h100-steps.csv"
 RUNS = ROOT / "datasets/measured/h100"
@@ -118,7 +118,7 @@ def run_rows(cache: GraphCache) -> tuple[pd.DataFrame, list[tuple[JobSpec, Graph
 
 
 def run_table(lab: pd.DataFrame, rows: list, p: EmulatorParams) -> pd.DataFrame:
-    from gpuscope.predictor.predict import load_predictor
+    from gpuscope.predictor.gnn.predict import load_predictor
 
     lab = lab.copy()
     lab["emu_exec_s"] = [estimate(j, c, d, p).exec_time_s for j, c, d, _ in rows]

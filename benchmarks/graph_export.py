@@ -17,7 +17,7 @@ import os
 import time
 
 from gpuscope.graphs import OpVocabulary, encode, export_graph
-from gpuscope.jobs import (
+from gpuscope.jobs.spec import (
     MODEL_DATASETS,
     TABLE3_CNNS,
     TABLE3_GENERATIVE,
@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--optimizer", default="adam")
     ap.add_argument("--grouping", default="fluid", choices=("fluid", "coarsen"))
     ap.add_argument("--framework", default="pytorch", choices=("pytorch", "tensorflow"),
-                    help="tensorflow: the Keras versions (gpuscope.graphs.keras_models)")
+                    help="tensorflow: the Keras versions (gpuscope.graphs.frontends.keras_models)")
     a = ap.parse_args()
     if a.models:
         models = [m.strip() for m in a.models.split(",") if m.strip()]

@@ -27,8 +27,8 @@ import json, resource, sys, time
 import torch
 torch.set_num_threads(2)
 from gpuscope.graphs import export_graph
-from gpuscope.jobs import JobSpec
-import gpuscope.graphs.torch_frontend, gpuscope.workloads.workload  # imports are not export time
+from gpuscope.jobs.spec import JobSpec
+import gpuscope.graphs.frontends.torch, gpuscope.workloads.workload  # imports are not export time
 job = JobSpec.from_dict(json.loads(sys.argv[1]))
 if job.hf:
     import transformers  # noqa: F401

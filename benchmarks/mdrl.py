@@ -29,10 +29,10 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuscope.clusters import default_cluster  # noqa: E402
+from gpuscope.cluster.config import default_cluster  # noqa: E402
 from gpuscope.mdrl.agent import DQNConfig  # noqa: E402
 from gpuscope.mdrl.extensions import GavelEpisodes, TjngDurations  # noqa: E402
-from gpuscope.mdrl.sim import (  # noqa: E402
+from gpuscope.mdrl.simulate import (  # noqa: E402
     EpisodeSampler,
     energy_reduction,
     inefficient_energy_mwh,

@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 def speed_queue() -> tuple[list[Any], list[Any], list[Any]]:
     """(distinct jobs, the 10,000-job queue, 16 GPU types) of the predict-speed goal: seed 001
     Tables 3 and 4 at 100 steps per epoch, repeated; the first 16 catalog devices."""
-    from gpuscope.devices import load_catalog
-    from gpuscope.jobs import table_jobs
+    from gpuscope.cluster.devices import load_catalog
+    from gpuscope.jobs.spec import table_jobs
 
     jobs = table_jobs(3, steps_per_epoch=100) + table_jobs(4, steps_per_epoch=100)
     queue = [jobs[i % len(jobs)].with_(job_id=f"q{i}") for i in range(10_000)]
@@ -39,8 +39,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=1,
                     help="FeatureBuilder.workers (gpuscope predict --workers; 0 = one per core)")
     a = ap.parse_args()
-    import gpuscope.predictor.physics as ph
-    from gpuscope.predictor.physpredict import PhysicsPredictor
+    import gpuscope.predictor.physics.features as ph
+    from gpuscope.predictor.physics.model import PhysicsPredictor
 
     jobs, queue, devices = speed_queue()
     builder = ph.FeatureBuilder(workers=a.workers)

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/predictor_checkpoints.py [--devices gtx1080,titanx] \
         [--measured amd-epyc] [--corpus datasets/corpus] [--no-driple] [--jobs 2]
 
-* ``<device>.pt``: the physics-informed predictor (format 2, ``gpuscope.predictor.hybrid``)
+* ``<device>.pt``: the physics-informed predictor (format 2, ``gpuscope.predictor.physics.hybrid``)
   trained on ``datasets/emulated/<device>`` (Table 3 rows; the Table 4 ``unseen`` rows are
   never trained on) plus that device's corpus rows when ``--corpus`` holds a corpus;
 * ``multi.pt``: the same on every device's rows (device specs and the emulator's estimate per
@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 def physics_one(job: dict) -> dict:
     import numpy as np
 
-    from gpuscope.predictor.physpredict import fit_physics, save_physics
-    from gpuscope.predictor.v2data import concat, load_physics
+    from gpuscope.predictor.physics.dataset import concat, load_physics
+    from gpuscope.predictor.physics.model import fit_physics, save_physics
 
     parts = [load_physics([ROOT / "datasets" / "emulated" / d]) for d in job["devices"]]
     corpus = Path(job["corpus"]) / "corpus.parquet"
@@ -57,7 +57,7 @@ def physics_one(job: dict) -> dict:
 
 def gnn_one(job: dict) -> dict:
     from gpuscope.predictor import evaluate, fit_predictor, load_dataset, save_checkpoint
-    from gpuscope.predictor.train import TrainConfig
+    from gpuscope.predictor.gnn.train import TrainConfig
 
     data = load_dataset(job["dataset"])
     cfg = TrainConfig(targets=job["targets"], epochs=job["epochs"], patience=job["patience"],

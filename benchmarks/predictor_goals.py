@@ -11,13 +11,13 @@
    passing + Set2Set (vocabulary refitted on the training graphs of each split).
 2. Label noise floor: per target, the physics model's held-out nMSE against 1.5 × the
    emulator's label noise floor (``docs/figures/emulator_noise_floor.csv`` when present, else
-   ``gpuscope.predictor.noise`` on the ok runs of every device, mean over the devices as the
+   ``research.noise_floor`` on the ok runs of every device, mean over the devices as the
    physics figure is); then against the floor in the predictor's own space
    (``noise.split_noise_floor``: a second trace seed's labels scored on the same splits, rows
    and training-range normalisation as the predictor).
 3. Measured: Gavel (k80/p100/v100, leave-model-out) and the real H100 step times
    (``--h100``, leave-family-out, the emulator's h100 estimate as base): step-time MAPE of the
-   emulator alone, the shrunk corrections of ``gpuscope.predictor.residual_tl`` (ridge with a
+   emulator alone, the shrunk corrections of ``research.measured_correctors.residual_tl`` (ridge with a
    prior at 0 / at the emulated source, shrunk GBT, the breakdown ridge, auto), scratch (no
    emulator) and the previous fine-tuned MLP at 10/25/50/100 % of the other groups' rows; the TL corrector of
    the goal line is the one with the lowest TL25 on the H100 set (chosen on the other
@@ -46,8 +46,8 @@ sys.path.insert(0, str(ROOT))
 if TYPE_CHECKING:
     import pandas as pd
 
-    from gpuscope.predictor.physics import FeatureBuilder
-    from gpuscope.predictor.v2data import PhysicsData
+    from gpuscope.predictor.physics.dataset import PhysicsData
+    from gpuscope.predictor.physics.features import FeatureBuilder
 
 
 def fmt_ci(m: float, h: float, pct: bool = False) -> str:
@@ -68,7 +68,7 @@ def same_split_floor(datas: dict[str, PhysicsData], seeds: tuple[int, ...],
     trace seed's labels per device where the whole-dataset floor already made them."""
     import pandas as pd
 
-    from gpuscope.predictor.noise import split_noise_floor
+    from research.noise_floor import split_noise_floor
 
     sfl = pd.concat([split_noise_floor(d, dev, seeds, builder=builder, other=second.get(dev))
                      .assign(device=dev) for dev, d in datas.items()], ignore_index=True)
@@ -104,9 +104,9 @@ def main() -> int:
     a = ap.parse_args()
     import pandas as pd
 
-    from gpuscope.predictor.physics import FeatureBuilder
-    from gpuscope.predictor.v2data import concat, load_physics
-    from gpuscope.predictor.v2eval import run_ablation, summarise
+    from gpuscope.predictor.evaluation import run_ablation, summarise
+    from gpuscope.predictor.physics.dataset import concat, load_physics
+    from gpuscope.predictor.physics.features import FeatureBuilder
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -128,7 +128,7 @@ def main() -> int:
     for dev, data in datas.items():
         extra = None
         if dev == a.gnn_device:
-            from gpuscope.predictor.gnn_ablation import HonestEncoder, gnn_candidate
+            from research.gnn_ablation import HonestEncoder, gnn_candidate
 
             enc = HonestEncoder(builder)
             extra = {name: gnn_candidate(data.labels, data.jobs, dev, enc, readout=ro,
@@ -181,7 +181,7 @@ def main() -> int:
     per = phys[[f"nmse_{t}" for t in targets]].mean().rename(lambda c: c[5:])
     second: dict[str, pd.DataFrame] = {}  # seed-1 labels per device, relabelled once
     if not nf.is_file() and datas:
-        from gpuscope.predictor.noise import floor_of_labels, relabel
+        from research.noise_floor import floor_of_labels, relabel
 
         # the floor of every device the physics figure averages over (their floors differ by
         # up to ~15x: h100's runs are short, its stalls a larger share), mean over devices
@@ -194,7 +194,7 @@ def main() -> int:
         pd.concat(fls).groupby("target", sort=False, as_index=False)["nmse"].mean() \
             .to_csv(nf, index=False)
         print(f"\n(label noise floor computed here, mean over {', '.join(datas)}: two trace "
-              "seeds of the same ok runs, gpuscope.predictor.noise)")
+              "seeds of the same ok runs, research.noise_floor)")
     print("\n== per-target nMSE of the physics model (mean over devices and seeds) vs the "
           f"label noise floor ({nf.name}) ==")
     if nf.is_file():
@@ -231,10 +231,10 @@ def measured_section(builder, datas, corpus: Path, seeds, out: Path,  # type: ig
     import numpy as np
     import pandas as pd
 
-    from gpuscope.predictor import residual_tl as R
-    from gpuscope.predictor.gavel_tl import pretrain
-    from gpuscope.predictor.physics import step_correction
-    from gpuscope.predictor.v2data import concat, load_physics
+    from gpuscope.predictor.physics.dataset import concat, load_physics
+    from gpuscope.predictor.physics.features import step_correction
+    from research.measured_correctors import residual_tl as R
+    from research.measured_correctors.gavel_tl import pretrain
 
     parts = list(datas.values())
     if (corpus / "corpus.parquet").is_file():
@@ -308,7 +308,7 @@ def per_model_section(long, gavel, pick: str) -> None:  # type: ignore[no-untype
     overall and per GPU — fitted on the held-out rows: a bound, not a method)."""
     import pandas as pd
 
-    from gpuscope.predictor.breakdown_tl import oracle_floor
+    from research.measured_correctors.breakdown_tl import oracle_floor
 
     g = long[(long["set"] == "gavel")
              & ((long["fraction"] == 0.25) | (long["method"] == "emulator"))]
@@ -357,7 +357,7 @@ def speed_section(builder, data, corpus: str) -> None:  # type: ignore[no-untype
     import numpy as np
     from predict_first_call import speed_queue
 
-    from gpuscope.predictor.physpredict import PhysicsPredictor, fit_physics
+    from gpuscope.predictor.physics.model import PhysicsPredictor, fit_physics
 
     load = os.getloadavg()[0]
     c0, t0 = time.process_time(), time.perf_counter()

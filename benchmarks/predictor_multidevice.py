@@ -5,7 +5,7 @@ against per-device models. Emulated data.
         [--steps 8] [--epochs 40] [--jobs 2]
 
 For each held-out device D: a model is trained on the other devices' datasets (their random
-60/20/20 train splits; the spec vector of ``gpuscope.predictor.multidevice`` as input) and
+60/20/20 train splits; the spec vector of ``gpuscope.predictor.gnn.multidevice`` as input) and
 predicts D's test rows and D's unseen (Table 4) rows; the per-device reference is a GNN
 trained here on D's own training split with the same recipe (the bundled D.pt are physics
 checkpoints since issue 13). Both are scored in D's own min-max label space. The per-device
@@ -30,7 +30,7 @@ def fold(job: dict) -> list[dict]:
     the held-out device's own training split with the same recipe (the bundled
     ``<device>.pt`` are physics (format 2) checkpoints since issue 13, not GNNs)."""
     from gpuscope.predictor import evaluate, fit_predictor, leave_one_device_out, load_dataset
-    from gpuscope.predictor.train import TrainConfig
+    from gpuscope.predictor.gnn.train import TrainConfig
 
     datasets = [load_dataset(ROOT / "datasets" / "emulated" / d) for d in job["devices"]]
     cfg = TrainConfig(steps=job["steps"], epochs=job["epochs"], patience=job["patience"],

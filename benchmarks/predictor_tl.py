@@ -24,7 +24,7 @@ FIG = ROOT / "docs" / "figures"
 
 
 def _cfg(a: dict, fraction: float = 1.0):
-    from gpuscope.predictor.train import TrainConfig
+    from gpuscope.predictor.gnn.train import TrainConfig
 
     return TrainConfig(steps=a["steps"], epochs=a["epochs"], patience=a["patience"],
                        fraction=fraction, progress=False, seed=a["seed"])
@@ -60,7 +60,7 @@ def main() -> int:
     base = {"steps": a.steps or None, "epochs": a.epochs, "patience": a.patience, "seed": a.seed}
     import pandas as pd
 
-    from gpuscope.errors import CheckpointError
+    from gpuscope.core.errors import CheckpointError
     from gpuscope.predictor import fit_predictor, load_checkpoint, load_dataset, save_checkpoint
 
     FIG.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling import TraceMeta, label_trace
 from gpuscope.profiling.labeling import sklearn_burst_mask
 

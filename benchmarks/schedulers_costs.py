@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpuscope.schedulers.experiments import PR_EQ1, reductions, run_grid
 from gpuscope.schedulers.methods import METHODS
+from gpuscope.schedulers.reproduce import PR_EQ1, reductions, run_grid
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from gpuscope.specon.report import compare  # noqa: E402
 from gpuscope.specon.sharing import SharingModel  # noqa: E402
-from gpuscope.specon.sim import SimConfig, run_policies, simulate  # noqa: E402
+from gpuscope.specon.simulate import SimConfig, run_policies, simulate  # noqa: E402
 from gpuscope.specon.traces import make_trace  # noqa: E402
 
 SHARINGS = (SharingModel("ps"), SharingModel("power", beta=1.3), SharingModel("measured-pairs"))

@@ -1,1 +1,1 @@
-../gpuscope/templates/my_model.py
+../gpuscope/jobs/templates/my_model.py

@@ -12,22 +12,13 @@ The Python API (docs/api.md) is importable from here and loads lazily (PEP 562),
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from gpuscope.core.lazy import attach
 
 __version__ = "0.1.0"
 
-_API: dict[str, str] = {
+__getattr__, __dir__, __all__ = attach(__name__, {
     "job": "gpuscope.api", "trace": "gpuscope.api", "export_graph": "gpuscope.api",
     "estimate": "gpuscope.api", "predict": "gpuscope.api", "allocate": "gpuscope.api",
-    "JobSpec": "gpuscope.jobs", "read_queue": "gpuscope.jobs", "write_queue": "gpuscope.jobs",
-}
-
-__all__ = ["JobSpec", "__version__", "allocate", "estimate", "export_graph", "job", "predict",
-           "read_queue", "trace", "write_queue"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _API:
-        return getattr(importlib.import_module(_API[name]), name)
-    raise AttributeError(f"module 'gpuscope' has no attribute {name!r}")
+    "JobSpec": "gpuscope.jobs.spec", "read_queue": "gpuscope.jobs.queue",
+    "write_queue": "gpuscope.jobs.queue",
+})

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec, source_model_name
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import JobSpec, source_model_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,7 +45,7 @@ def job(model: str | None = None, *, dataset: str, batch_size: int, optimizer: s
 
 
 def _jobs(jobs: JobSpec | Sequence[JobSpec] | str | Path) -> list[JobSpec]:
-    from gpuscope.queues import assign_ids, read_queue
+    from gpuscope.jobs.queue import assign_ids, read_queue
 
     if isinstance(jobs, JobSpec):
         return assign_ids([jobs])
@@ -73,7 +73,7 @@ def trace(model: nn.Module, *, dataset: str, batch_size: int, optimizer: str = "
     import torch
 
     from gpuscope.graphs.export import _fake_cpu, job_meta
-    from gpuscope.graphs.torch_frontend import trace_train_step
+    from gpuscope.graphs.frontends.torch import trace_train_step
     from gpuscope.workloads.workload import make_workload
 
     shapes = ",".join(f"{n}:{tuple(p.shape)}" for n, p in model.named_parameters())
@@ -108,7 +108,7 @@ def estimate(jobs: JobSpec | Sequence[JobSpec] | str | Path, devices: str = "all
     ``jobs``: a job, a list, or a queue file; ``devices``: ``all`` or ``v100,a100``."""
     import pandas as pd
 
-    from gpuscope.emulator.estimate_cmd import COLUMNS, _devices, estimate_rows
+    from gpuscope.emulator.table import COLUMNS, _devices, estimate_rows
 
     rows, _ = estimate_rows(_jobs(jobs), _devices(devices, None),
                             None if graph_cache is None else str(graph_cache))
@@ -121,7 +121,7 @@ def predict(jobs: JobSpec | Sequence[JobSpec] | str | Path, device: str,
     """Predicted resource use of ``jobs`` on ``device`` (one row per job: ``job_id, device``,
     the checkpoint's targets, ``oom_prob``) with ``checkpoint`` (default: the bundled
     ``datasets/checkpoints/<device>.pt``)."""
-    from gpuscope.paths import bundled
+    from gpuscope.core.data import bundled
     from gpuscope.predictor import load_predictor
 
     path = Path(checkpoint) if checkpoint else bundled("checkpoints") / f"{device}.pt"

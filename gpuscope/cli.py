@@ -6,10 +6,10 @@ Each stage registers its own subcommands from ``gpuscope/<stage>/cli.py``, which
 Stage CLI modules import heavy libraries (torch, tensorflow) inside their handlers so that
 ``gpuscope --help`` stays fast.
 
-Bad input raises ``gpuscope.errors.InputError``; ``main`` prints it as one line and exits 2.
+Bad input raises ``gpuscope.core.errors.InputError``; ``main`` prints it as one line and exits 2.
 Every plain ``type=int`` option takes an integer in [0, 2**31 - 1] and every plain
 ``type=float`` option a finite number >= 0 (:func:`_bound_numbers`, issue 18); a stage that
-needs other bounds gives the option an explicit type from :mod:`gpuscope.limits`. An
+needs other bounds gives the option an explicit type from :mod:`gpuscope.core.limits`. An
 ``OSError`` that escapes a command (a file that vanished, a full disk) is one line too.
 """
 
@@ -17,22 +17,21 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import subprocess
 import sys
 from collections.abc import Sequence
 
 from gpuscope import __version__
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 
-#: Stage CLI modules, in pipeline order. A module that does not exist yet is skipped.
+#: Room CLI modules, in pipeline order.
 STAGE_CLIS: tuple[str, ...] = (
-    "gpuscope.jobs_cli",
+    "gpuscope.jobs.cli",
     "gpuscope.graphs.cli",
     "gpuscope.workloads.cli",
     "gpuscope.profiling.cli",
     "gpuscope.emulator.cli",
-    "gpuscope.emulator.estimate_cmd",
+    "gpuscope.emulator.table",
     "gpuscope.predictor.cli",
     "gpuscope.allocator.cli",
     "gpuscope.schedulers.cli",
@@ -64,21 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gpuscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for mod_name in STAGE_CLIS:
-        try:
-            if importlib.util.find_spec(mod_name) is None:
-                continue
-        except ModuleNotFoundError:  # the stage package itself is not there yet
-            continue
-        mod = importlib.import_module(mod_name)
-        mod.register(sub)
+        importlib.import_module(mod_name).register(sub)
     _bound_numbers(parser)
     return parser
 
 
 def _bound_numbers(parser: argparse.ArgumentParser) -> None:
     """Give every plain ``int``/``float`` option of every (sub)parser the bounded types of
-    :mod:`gpuscope.limits`: no negative count, NaN, infinity or 10**30 reaches a command."""
-    from gpuscope.limits import nonneg_float, nonneg_int, seed_int
+    :mod:`gpuscope.core.limits`: no negative count, NaN, infinity or 10**30 reaches a command."""
+    from gpuscope.core.limits import nonneg_float, nonneg_int, seed_int
 
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

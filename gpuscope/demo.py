@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.graphs:
         from gpuscope.graphs import catalog_summary
-        from gpuscope.jobs import MODEL_DATASETS, JobSpec
+        from gpuscope.jobs.spec import MODEL_DATASETS, JobSpec
 
         jobs = [JobSpec(m, ds[0], "adam", 32, 10) for m, ds in MODEL_DATASETS.items()]
         print(catalog_summary(jobs).to_string(index=False))

@@ -11,7 +11,7 @@
 import os
 from pathlib import Path
 
-from gpuscope.allocator.cluster import ClusterSpec
+from gpuscope.cluster.counts import ClusterSpec
 from gpuscope.allocator.experiments import (
     SEED_CLUSTER,
     ablation,
@@ -28,7 +28,7 @@ from gpuscope.allocator.reproduce import (
     table9_md,
 )
 from gpuscope.allocator.truth import truth_steps
-from gpuscope.external import gavel_dir
+from gpuscope.core.data import gavel_dir
 
 ROOT = Path(__file__).resolve().parents[1] if "__file__" in globals() else Path.cwd()
 MODELS = Path(os.environ.get("GPUSCOPE_MODEL_DIR", ROOT / "datasets" / "checkpoints"))

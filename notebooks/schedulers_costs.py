@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from gpuscope.schedulers import METHODS, load_problem, make_method, simulate
-from gpuscope.schedulers.experiments import reductions
+from gpuscope.schedulers.reproduce import reductions
 from gpuscope.schedulers.instances import data_dir, generate
 
 pd.set_option("display.width", 160)

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from gpuscope.cli import main
-from gpuscope.paths import REPO_DATASETS
+from gpuscope.core.data import REPO_DATASETS
 
 Case = tuple[str, str, list[str]]
 

@@ -20,10 +20,10 @@ from gpuscope.allocator import (
     simulate,
 )
 from gpuscope.allocator.policies import min_sum_assignment, select_device
-from gpuscope.allocator.synthetic import synthetic_tables
-from gpuscope.errors import InputError
-from gpuscope.jobs import table_jobs
-from gpuscope.resources import RESOURCES, TARGETS
+from gpuscope.core.errors import InputError
+from gpuscope.core.targets import RESOURCES, TARGETS
+from gpuscope.jobs.spec import table_jobs
+from gpuscope.testing import synthetic_tables
 
 SEED3 = ("gtx1080", "rtx2070", "titanx")
 

@@ -10,14 +10,14 @@ import pytest
 
 from gpuscope.allocator import ClusterSpec
 from gpuscope.allocator.gavel import gavel_tables, load_throughputs
-from gpuscope.allocator.synthetic import synthetic_tables
 from gpuscope.allocator.tjng_export import build_tjng, export_tjng, jobs_meta, one_gpu_times
 from gpuscope.allocator.truth import load_truth, truth_steps
 from gpuscope.cli import main
-from gpuscope.errors import InputError
-from gpuscope.jobs import table_jobs
-from gpuscope.queues import write_queue
-from gpuscope.tjng import read_instance, read_tjng
+from gpuscope.core.errors import InputError
+from gpuscope.core.tjng import read_instance, read_tjng
+from gpuscope.jobs.queue import write_queue
+from gpuscope.jobs.spec import table_jobs
+from gpuscope.testing import synthetic_tables
 
 DEVS = ("gtx1080", "rtx2070", "titanx")
 

@@ -23,15 +23,15 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
+from gpuscope.core.targets import PEAK_QUANTILE, RESOURCES
 from gpuscope.emulator import default_params, estimate, synth_trace
 from gpuscope.emulator.runs import run_meta
 from gpuscope.emulator.traces import PERIOD_S, effective_period
-from gpuscope.jobs import JobSpec
-from gpuscope.predictor import analytic_labels as al
-from gpuscope.predictor.physics import FeatureBuilder
+from gpuscope.jobs.spec import JobSpec
+from gpuscope.predictor.physics import analytic as al
+from gpuscope.predictor.physics.features import FeatureBuilder
 from gpuscope.profiling.labeling import label_trace
-from gpuscope.resources import PEAK_QUANTILE, RESOURCES
 
 JOBS = [JobSpec(model=m, dataset="cifar10", optimizer=o, batch_size=b, epochs=5,
                 steps_per_epoch=100)
@@ -113,10 +113,10 @@ def _frame(builder: FeatureBuilder) -> tuple[object, np.ndarray, np.ndarray]:
 
 def test_learners_correct_the_analytic_labels_and_v1_states_still_load(
         builder: FeatureBuilder) -> None:
-    from gpuscope.predictor.hybrid import HybridModel, decode_targets
-    from gpuscope.predictor.labelspace import analytic_z
-    from gpuscope.predictor.physics import FEATURES, LABEL_FEATURES
-    from gpuscope.resources import TARGETS
+    from gpuscope.core.targets import TARGETS
+    from gpuscope.predictor.physics.features import FEATURES, LABEL_FEATURES
+    from gpuscope.predictor.physics.hybrid import HybridModel, decode_targets
+    from gpuscope.predictor.physics.targets import analytic_z
 
     frame, steps, groups = _frame(builder)
     Z = np.column_stack([analytic_z(frame, t) for t in TARGETS])

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuscope.predictor.analytic_labels import noisy_kmeans, weighted_kmeans
-from gpuscope.predictor.analytic_runs import Seg, grid_counts, run_lengths
+from gpuscope.predictor.physics.analytic import noisy_kmeans, weighted_kmeans
+from gpuscope.predictor.physics.run_stats import Seg, grid_counts, run_lengths
 from gpuscope.profiling.labeling import kmeans_threshold
 from gpuscope.profiling.labeling import run_lengths as trace_runs
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import gpuscope
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 

@@ -1,5 +1,5 @@
 """Fused scaled dot-product attention in the traced graph (issue 11, items 2 Memory and 3
-Precision; ``gpuscope.graphs.attention``): outputs and gradients equal PyTorch's, FLOPs equal
+Precision; ``gpuscope.graphs.ops.attention``): outputs and gradients equal PyTorch's, FLOPs equal
 ``torch.utils.flop_counter``'s, the saved set is the fused kernels' (no S x S tensors), code
 that computes attention explicitly keeps its ops, and a causal kernel costs less."""
 
@@ -13,9 +13,9 @@ from torch import nn
 from gpuscope.emulator import EmulatorParams
 from gpuscope.emulator.memory import saved_bytes
 from gpuscope.emulator.perf import GraphCost, kernel_times
-from gpuscope.graphs.aten_ops import causal_fraction, sdpa_flops
-from gpuscope.graphs.attention import fused_attention, fused_sdpa
-from gpuscope.graphs.torch_frontend import trace_train_step
+from gpuscope.graphs.frontends.torch import trace_train_step
+from gpuscope.graphs.ops.aten import causal_fraction, sdpa_flops
+from gpuscope.graphs.ops.attention import fused_attention, fused_sdpa
 
 B, H, S, D = 2, 4, 10, 8
 
@@ -64,8 +64,7 @@ def test_grouped_query_attention() -> None:
 def test_dropout_gradient_uses_the_forward_mask() -> None:
     # the backward regenerates the forward's dropout mask from the saved RNG state: gradients
     # equal the math path's with that mask
-    from gpuscope.graphs import attention as A
-
+    from gpuscope.graphs.ops import attention as A
     torch.manual_seed(3)
     q, k, v = (torch.randn(B, H, S, D, requires_grad=True) for _ in range(3))
     out, lse, rng = A._OPS[False][0](q, k, v, None, 0.3, D ** -0.5)
@@ -81,7 +80,7 @@ def test_dropout_gradient_uses_the_forward_mask() -> None:
 
 
 def _tiny_gpt(device: str, fused: bool = True) -> tuple[torch.Tensor, nn.Module]:
-    from gpuscope.workloads.models_transformer import GPT2
+    from gpuscope.workloads.models.transformer import GPT2
 
     torch.manual_seed(0)
     m = GPT2(layers=2, dim=64, heads=4, vocab=100, max_len=64).to(device)
@@ -140,7 +139,7 @@ def test_saved_set_matches_autograd_on_cpu() -> None:
 
 def test_explicit_attention_keeps_its_ops() -> None:
     # Gavel's 2018 Transformer computes attention explicitly: no fused node, softmax kept
-    from gpuscope.workloads.models_gavel import gavel_step
+    from gpuscope.workloads.models.gavel import gavel_step
 
     gs = gavel_step("transformer_base", 4)
     g = trace_train_step(gs.step, gs.batch, gs.modules, gs.optimizers)
@@ -149,7 +148,7 @@ def test_explicit_attention_keeps_its_ops() -> None:
 
 
 def test_causal_kernel_costs_less() -> None:
-    from gpuscope.devices import get_device
+    from gpuscope.cluster.devices import get_device
 
     assert causal_fraction(48, 48) == 1.0 and causal_fraction(1024, 1024) == pytest.approx(9 / 16)
     g = _trace(*reversed(_tiny_gpt("meta")))  # type: ignore[misc]

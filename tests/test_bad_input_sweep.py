@@ -57,9 +57,9 @@ def test_queue_duplicate_check_is_linear() -> None:
     """Issue 18: a 100k-job queue spent 95 s in a quadratic duplicate-id check."""
     import time
 
-    from gpuscope.errors import InputError
-    from gpuscope.jobs import JobSpec
-    from gpuscope.queues import assign_ids
+    from gpuscope.core.errors import InputError
+    from gpuscope.jobs.queue import assign_ids
+    from gpuscope.jobs.spec import JobSpec
 
     jobs = [JobSpec("lenet", "cifar10", "sgd", 8, 1, job_id=f"j{i}") for i in range(100_000)]
     t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""The cluster contract (gpuscope.clusters): the bundled seed 003 cluster and file validation."""
+"""The cluster contract (gpuscope.cluster.config): the bundled seed 003 cluster and file validation."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuscope.clusters import (
+from gpuscope.cluster.config import (
     ClusterConfig,
     FlavorSpec,
     ServerSpec,
@@ -14,7 +14,7 @@ from gpuscope.clusters import (
     load_cluster,
     parse_cluster,
 )
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 
 VALID = """
 name = "tiny"

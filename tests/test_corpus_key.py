@@ -7,13 +7,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from gpuscope.predictor.corpus import build_key, key_sources
+from gpuscope.predictor.physics.corpus import build_key, key_sources
 
 
 def test_key_sources_cover_calibration_catalog_and_features() -> None:
     names = {p.name for p in key_sources()}
-    assert {"calibration.json", "devices.toml", "perf.py", "analytic_labels.py", "analytic_runs.py",
-            "physics.py", "labeling.py"} <= names
+    assert {"calibration.json", "devices.toml", "perf.py", "analytic.py", "run_stats.py",
+            "features.py", "labeling.py"} <= names
     assert all(p.is_file() for p in key_sources())
 
 

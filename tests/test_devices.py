@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuscope.devices import (
+from gpuscope.cluster.devices import (
     SPEC_FIELDS,
     DeviceSpec,
     get_device,
@@ -12,7 +12,7 @@ from gpuscope.devices import (
     load_references,
     parse_device_list,
 )
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 
 REQUIRED = ("gtx1080", "rtx2070", "titanx", "gtx1080ti", "quadro-p600", "k80", "m60", "p100",
             "v100", "t4", "a100", "h100")

@@ -1,5 +1,5 @@
 """Dropout traced as CUDA runs it (issue 11 item 2, memory): ``native_dropout`` with a bool
-mask (gpuscope.graphs.dropout), the mask counted by the memory model
+mask (gpuscope.graphs.ops.dropout), the mask counted by the memory model
 (gpuscope.emulator.memory.UNSIZED_OUTPUTS). Expected byte counts are computed by hand from the
 shapes and checked against autograd on CPU."""
 
@@ -16,8 +16,8 @@ from train_step import classification_step
 
 from gpuscope.emulator.liveness import peak_live_bytes
 from gpuscope.emulator.memory import param_bytes, saved_bytes
-from gpuscope.graphs.dropout import gpu_dropout
-from gpuscope.graphs.torch_frontend import trace_train_step
+from gpuscope.graphs.frontends.torch import trace_train_step
+from gpuscope.graphs.ops.dropout import gpu_dropout
 
 B, D_IN, D_H, C = 32, 64, 256, 10
 

@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import EmulatorParams, estimate, footprint, multi_gpu_time, speedup
 from gpuscope.emulator.multigpu import allreduce_s
 from gpuscope.emulator.perf import GraphCost
 from gpuscope.emulator.traces import synth_trace
 from gpuscope.graphs.opgraph import OpGraph, OpNode
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 
 P = EmulatorParams()  # the defaults, not the calibration file: the tests fix their numbers
 PARAM_BYTES = 4 * 64 * 64 * 9 * 20  # 20 conv layers of 64x64x3x3 FP32 weights

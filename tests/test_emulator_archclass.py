@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
+from gpuscope.core.errors import InputError
 from gpuscope.emulator.params import EmulatorParams, default_params
 from gpuscope.emulator.perf import GraphCost, class_compute_eff, kernel_times
-from gpuscope.errors import InputError
 from gpuscope.graphs.opgraph import OP_CLASSES
 
 

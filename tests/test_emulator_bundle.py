@@ -9,19 +9,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
+from gpuscope.core.data import bundled
 from gpuscope.emulator import default_params, estimate, synth_trace
-from gpuscope.emulator.bundle import bundle_is_current, graph_fingerprint
+from gpuscope.emulator.calibration.bundle import bundle_is_current, graph_fingerprint
 from gpuscope.emulator.params import EMULATOR_VERSION
 from gpuscope.emulator.perf import GraphCost
 from gpuscope.graphs.export import export_graph
-from gpuscope.jobs import JobSpec
-from gpuscope.paths import bundled
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling import TraceMeta, label_trace
 from gpuscope.profiling.labeling import DEFAULT_METHOD
 
 BUNDLES = sorted(p for p in bundled("emulated").iterdir() if (p / "manifest.json").exists())
-# vgg11: a graph with dropout (gpuscope.graphs.dropout), which lenet and gan lack
+# vgg11: a graph with dropout (gpuscope.graphs.ops.dropout), which lenet and gan lack
 SMALL = [JobSpec("lenet", "cifar10", "sgd", 8, 10, steps_per_epoch=100),
          JobSpec("gan", "mnist", "adam", 16, 10, steps_per_epoch=100),
          JobSpec("vgg11", "cifar10", "sgd", 8, 10, steps_per_epoch=100)]

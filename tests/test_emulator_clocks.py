@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuscope.devices import get_device, load_catalog, load_references
+from gpuscope.cluster.devices import get_device, load_catalog, load_references
+from gpuscope.core.errors import InputError
 from gpuscope.emulator import EmulatorParams
 from gpuscope.emulator.perf import GraphCost, kernel_times
-from gpuscope.errors import InputError
 from gpuscope.graphs.opgraph import OpGraph, OpNode
 
 P = EmulatorParams()
@@ -86,7 +86,7 @@ def test_fig7_order_on_cifar10_subset(tmp_path: Path) -> None:
     from emulator_seed001 import fig7_means, fig7_order_holds
 
     from gpuscope.graphs import GraphCache
-    from gpuscope.jobs import TABLE3_CNNS, JobSpec
+    from gpuscope.jobs.spec import TABLE3_CNNS, JobSpec
 
     jobs = [JobSpec(m, "cifar10", "sgd", 32, 10, steps_per_epoch=100) for m in TABLE3_CNNS]
     means, n = fig7_means(GraphCache(tmp_path), jobs=jobs)

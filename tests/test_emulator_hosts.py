@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from test_emulator import conv_net, job
 
-from gpuscope.devices import HOST_ERAS, DeviceSpec, _parse, get_device, load_catalog
+from gpuscope.cluster.devices import HOST_ERAS, DeviceSpec, _parse, get_device, load_catalog
+from gpuscope.core.errors import InputError
 from gpuscope.emulator import EmulatorParams, Estimate, default_params, estimate
-from gpuscope.emulator.calibrate import HOST_RUN_PARAMS, HOST_STEP_PARAMS
+from gpuscope.emulator.calibration.fit import HOST_RUN_PARAMS, HOST_STEP_PARAMS
 from gpuscope.emulator.hostwork import per_tensor_extra_dispatch
 from gpuscope.emulator.perf import GraphCost, gpu_times
-from gpuscope.errors import InputError
 
 MODERN = {"step_sync_ms": 2.0, "dispatch_us": 20.0, "cudnn_dispatch_us": 90.0,
           "view_dispatch_us": 0.0, "startup_s": 10.0, "per_tensor_optimizer": 0.0,

@@ -9,9 +9,9 @@ import dataclasses
 import pytest
 from train_step import rl_step_cost
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import EmulatorParams
-from gpuscope.emulator.fidelity import GavelJob
+from gpuscope.emulator.calibration.fidelity import GavelJob
 from gpuscope.emulator.hostwork import (
     batch_h2d_bytes,
     host_serial_times,
@@ -56,8 +56,8 @@ def test_workers_share_the_gpu() -> None:
 
 @pytest.mark.slow
 def test_gavel_a3c_step_is_the_worker_loop() -> None:
-    from gpuscope.emulator.fidelity import gavel_cost
-    from gpuscope.workloads.models_gavel import A3C_STEPS
+    from gpuscope.emulator.calibration.fidelity import gavel_cost
+    from gpuscope.workloads.models.gavel import A3C_STEPS
 
     cost = gavel_cost("a3c", 1)
     assert (cost.env_steps, cost.host_optimizer, cost.workers) == (A3C_STEPS, True, 4)
@@ -110,8 +110,8 @@ def test_sparse_batch_is_serial_with_the_step() -> None:
 
 
 def test_gavel_recommendation_builds_sparse_batches() -> None:
-    from gpuscope.emulator.fidelity import gavel_cost
-    from gpuscope.workloads.models_gavel import ML20M_ITEMS
+    from gpuscope.emulator.calibration.fidelity import gavel_cost
+    from gpuscope.workloads.models.gavel import ML20M_ITEMS
 
     cost = gavel_cost("rec_autoencoder", 8)
     # Liang et al. 2018 Table 1: 10.0 M interactions over 136,677 users

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuscope.devices import get_device
-from gpuscope.emulator.calibrate import fit_arch_winograd
+from gpuscope.cluster.devices import get_device
+from gpuscope.core.errors import InputError
+from gpuscope.emulator.calibration.fit import fit_arch_winograd
 from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams, default_params
 from gpuscope.emulator.perf import GraphCost, kernel_times
-from gpuscope.errors import InputError
 from gpuscope.graphs.opgraph import OP_CLASSES
 
 N = 3.0 * 4096**2  # elements each kernel touches: fill = N / (N + SMs * 2048), close to 1

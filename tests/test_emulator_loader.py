@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from test_emulator import conv_net, job
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import EmulatorParams, estimate
 from gpuscope.emulator.hostwork import per_tensor_extra_dispatch
 from gpuscope.emulator.perf import GraphCost

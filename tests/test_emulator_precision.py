@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import EmulatorParams
 from gpuscope.emulator.perf import (
     GEMM_MIN_K_SLICE,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from gpuscope.cli import main
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import CostCache, EmulatorParams, emulate_device
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling import Ledger, build_dataset, label_runs, read_trace
 from tests.test_emulator import conv_net
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from train_step import rl_step_cost
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import EmulatorParams
-from gpuscope.emulator.calibrate import Point, colocation_errors, fit_ctx_switch
-from gpuscope.emulator.fidelity import GavelJob, colocation_points
+from gpuscope.emulator.calibration.fidelity import GavelJob, colocation_points
+from gpuscope.emulator.calibration.fit import Point, colocation_errors, fit_ctx_switch
 from gpuscope.emulator.hostwork import dispatched_gpu_kernels, time_sliced_gpu_s
 from gpuscope.emulator.perf import GraphCost, estimate
 

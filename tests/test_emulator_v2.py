@@ -10,14 +10,14 @@ import torch
 from autograd_saved import saved_storage_bytes
 from torch import nn
 
-from gpuscope.devices import get_device, load_catalog
+from gpuscope.cluster.devices import get_device, load_catalog
+from gpuscope.core.errors import InputError
 from gpuscope.emulator import EmulatorParams
 from gpuscope.emulator.memory import footprint_from_sizes, saved_bytes
 from gpuscope.emulator.perf import GraphCost, gpu_times, kernel_times
-from gpuscope.errors import InputError
+from gpuscope.graphs.frontends.torch import trace_train_step
 from gpuscope.graphs.opgraph import OpGraph, OpNode
-from gpuscope.graphs.torch_frontend import trace_train_step
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 
 P = EmulatorParams()
 
@@ -87,11 +87,11 @@ def test_transformer_layer_saved_bytes_match_autograd(p: float) -> None:
     # parameters and the batch excluded. Without dropout the attention is PyTorch's own CPU
     # fused (flash) kernel, which keeps q, k, v, out, logsumexp as the GPU kernels do; with
     # dropout (no CPU fused kernel takes it) gpuscope's fused op, and dropout as CUDA runs it
-    # (native_dropout, bool masks: gpuscope.graphs.dropout).
+    # (native_dropout, bool masks: gpuscope.graphs.ops.dropout).
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from gpuscope.graphs.attention import fused_attention
-    from gpuscope.graphs.dropout import gpu_dropout
+    from gpuscope.graphs.ops.attention import fused_attention
+    from gpuscope.graphs.ops.dropout import gpu_dropout
 
     m, x, y = _layer_and_batch("cpu", p)
     ctx = sdpa_kernel(SDPBackend.FLASH_ATTENTION) if p == 0 else fused_attention()

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from gpuscope.cli import main
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import estimate
 from gpuscope.graphs.export import export_graph
-from gpuscope.jobs import JobSpec
-from gpuscope.queues import write_queue
+from gpuscope.jobs.queue import write_queue
+from gpuscope.jobs.spec import JobSpec
 
 JOB = ["--model", "resnet20", "--dataset", "cifar10", "--batch-size", "32", "--epochs", "3"]
 
@@ -33,7 +33,7 @@ def test_csv_matches_the_emulator_api(tmp_path, capsys) -> None:
 
 
 def test_table_lists_every_catalog_device_and_marks_oom(tmp_path, capsys) -> None:
-    from gpuscope.devices import load_catalog
+    from gpuscope.cluster.devices import load_catalog
 
     argv = ["estimate", "--model", "resnet50", "--dataset", "imagenet", "--batch-size", "64",
             "--devices", "all", "--graph-cache", str(tmp_path)]

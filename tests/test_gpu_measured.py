@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpuscope.jobs import JobSpec
-from gpuscope.profiling.steptimes import COLUMNS, measure_jobs
+from gpuscope.jobs.spec import JobSpec
+from gpuscope.profiling.steps import COLUMNS, measure_jobs
 from gpuscope.workloads import run
 
 ROOT = Path(__file__).resolve().parents[1]

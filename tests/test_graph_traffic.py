@@ -1,12 +1,12 @@
-"""Indexed reads are charged for the rows they select (gpuscope.graphs.traffic, issue 11)."""
+"""Indexed reads are charged for the rows they select (gpuscope.graphs.ops.traffic, issue 11)."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from gpuscope.graphs.torch_frontend import trace_train_step
-from gpuscope.graphs.traffic import SECTOR_BYTES, read_bytes
+from gpuscope.graphs.frontends.torch import trace_train_step
+from gpuscope.graphs.ops.traffic import SECTOR_BYTES, read_bytes
 
 
 def test_nll_loss_reads_one_sector_per_target() -> None:

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from gpuscope.cli import main
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.graphs import (
     CONTEXT_DIM,
     CONTEXT_FEATURES,
@@ -33,10 +33,10 @@ from gpuscope.graphs import (
     save_encoded,
     write_graph,
 )
-from gpuscope.graphs.graphdef import graphdef_to_opgraph
-from gpuscope.graphs.pbtxt import parse_text_proto
-from gpuscope.graphs.torch_frontend import trace_train_step
-from gpuscope.jobs import MODEL_DATASETS, MODELS, JobSpec
+from gpuscope.graphs.frontends.graphdef import graphdef_to_opgraph
+from gpuscope.graphs.frontends.pbtxt import parse_text_proto
+from gpuscope.graphs.frontends.torch import trace_train_step
+from gpuscope.jobs.spec import MODEL_DATASETS, MODELS, JobSpec
 
 ADAM_STATE_OPS = ("aten._foreach_sqrt.default", "aten._foreach_addcmul_.Scalar",
                   "aten._foreach_lerp_.Scalar")
@@ -223,7 +223,7 @@ def test_json_round_trip_identical(tmp_path, resnet20_adam: OpGraph) -> None:
 
 
 def test_pbtxt_written_by_gpuscope_round_trips_structure(tmp_path, monkeypatch) -> None:
-    import gpuscope.graphs.tf_frontend as tff
+    import gpuscope.graphs.frontends.tensorflow as tff
 
     monkeypatch.setattr(tff, "_tf", lambda: None)  # the text parser path, without TensorFlow
     g = _trace_tiny(nn.Linear(10, 5), (4, 10))
@@ -367,8 +367,9 @@ def test_graph_cache_digest_covers_every_tracer_module(tmp_path, monkeypatch):
     root = Path(storage.__file__).resolve().parents[1]
     names = {f.relative_to(root).as_posix() for f in storage.digest_sources()}
     expected = {f.relative_to(root).as_posix() for d in ("graphs", "workloads")
-                for f in (root / d).glob("*.py")} | {"jobs.py", "jobcatalog.py", "dataspec.py"}
-    assert names == expected and "graphs/recurrent.py" in names
+                for f in (root / d).rglob("*.py")} | {"jobs/spec.py", "jobs/catalog.py",
+                                                       "jobs/datasets.py"}
+    assert names == expected and "graphs/ops/recurrent.py" in names
     digest = storage.code_digest.__wrapped__  # memoised per process: call the function itself
     before = digest()
     real = Path.read_bytes

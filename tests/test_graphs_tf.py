@@ -14,7 +14,7 @@ from gpuscope.graphs import (
     keras_train_step_graph,
     read_graph,
 )
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 
 pytestmark = pytest.mark.tf
 tf = pytest.importorskip("tensorflow")
@@ -77,7 +77,7 @@ def test_fig10_pbtxt_written_by_tensorflow(tmp_path, capsys, monkeypatch) -> Non
     assert x.op_class == "constant" and x.shape == () and x.dtype_bytes == 4
     # both branches are inlined below the If node
     assert any("/cond_true" in n.name for n in g.nodes) and any("/cond_false" in n.name for n in g.nodes)
-    import gpuscope.graphs.tf_frontend as tff
+    import gpuscope.graphs.frontends.tensorflow as tff
 
     monkeypatch.setattr(tff, "_tf", lambda: None)  # the same file through the text parser
     g2 = read_graph(tmp_path / "sample_graph.pbtxt")

@@ -1,4 +1,4 @@
-"""gpuscope.io and gpuscope.limits (issue 18): one error path for readers and writers,
+"""gpuscope.core.io and gpuscope.core.limits (issue 18): one error path for readers and writers,
 atomic writes, outputs never overwrite inputs, bounded numbers and memory."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gpuscope.errors import InputError
-from gpuscope.io import (
+from gpuscope.core.errors import InputError
+from gpuscope.core.io import (
     atomic_write,
     check_output,
     read_csv,
@@ -21,7 +21,7 @@ from gpuscope.io import (
     write_table,
     write_text,
 )
-from gpuscope.limits import (
+from gpuscope.core.limits import (
     check_finite,
     check_memory,
     memory_budget,

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec, table_jobs
-from gpuscope.queues import read_queue, write_queue
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.queue import read_queue, write_queue
+from gpuscope.jobs.spec import JobSpec, table_jobs
 
 
 def test_steps_default_is_dataset_size_over_batch() -> None:

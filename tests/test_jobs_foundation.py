@@ -12,8 +12,8 @@ import math
 import pytest
 import torch
 
-from gpuscope.errors import InputError
-from gpuscope.graphs.encode import CONTEXT_DIM, context_vector
+from gpuscope.core.errors import InputError
+from gpuscope.graphs.encoding import CONTEXT_DIM, context_vector
 from gpuscope.graphs.export import export_graph
 from gpuscope.jobs import (
     DATASETS,

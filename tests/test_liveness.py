@@ -13,14 +13,14 @@ from autograd_peak import PeakLiveBytes
 from torch import nn
 from train_step import classification_step
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import default_params, estimate
 from gpuscope.emulator.liveness import live_activation_bytes, live_profile, peak_live_bytes
 from gpuscope.emulator.memory import activation_bytes, is_inplace, param_bytes, saved_bytes
 from gpuscope.emulator.perf import GraphCost
+from gpuscope.graphs.frontends.torch import trace_train_step
 from gpuscope.graphs.opgraph import OpGraph, OpNode
-from gpuscope.graphs.torch_frontend import trace_train_step
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 
 Builder = Callable[[str], tuple[nn.Module, torch.optim.Optimizer, Any, Callable[[Any], Any]]]
 

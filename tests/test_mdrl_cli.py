@@ -112,9 +112,9 @@ def test_bad_input_one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixtur
 
 def test_training_is_deterministic() -> None:
     torch = pytest.importorskip("torch")
-    from gpuscope.clusters import default_cluster
+    from gpuscope.cluster.config import default_cluster
     from gpuscope.mdrl.agent import DQNConfig
-    from gpuscope.mdrl.sim import EpisodeSampler, partition_from_cluster
+    from gpuscope.mdrl.simulate import EpisodeSampler, partition_from_cluster
     from gpuscope.mdrl.train import partition_env, train_agent
 
     part = partition_from_cluster(default_cluster(), "V100")

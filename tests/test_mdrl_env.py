@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuscope.clusters import default_cluster
+from gpuscope.cluster.config import default_cluster
 from gpuscope.mdrl.baselines import FirstFit, Oracle, Pinned, RandomFit, run_episode
 from gpuscope.mdrl.env import PartitionEnv
-from gpuscope.mdrl.sim import (
+from gpuscope.mdrl.simulate import (
     Episode,
     EpisodeSampler,
     JobReq,

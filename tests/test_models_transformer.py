@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.graphs.export import export_graph
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.workloads import build_model, build_workload
-from gpuscope.workloads.models_llm import T5, Llama, LlamaConfig
-from gpuscope.workloads.models_transformer import GPT2, BertMLM, ViT
+from gpuscope.workloads.models.llm import T5, Llama, LlamaConfig
+from gpuscope.workloads.models.transformer import GPT2, BertMLM, ViT
 
 
 def _n(model: torch.nn.Module) -> int:

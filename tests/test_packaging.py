@@ -1,6 +1,6 @@
 """Packaging (issue 18, item 7): an installed wheel finds its bundled data without the repository.
 
-``gpuscope.paths.bundled`` looks in ``$GPUSCOPE_DATASETS``, then the package's ``_data`` folder
+``gpuscope.core.data.bundled`` looks in ``$GPUSCOPE_DATASETS``, then the package's ``_data`` folder
 (which ``setup.py`` fills in a built wheel), then the repository's ``datasets/``. The slow test
 builds the real wheel and runs ``gpuscope demo`` from it in a folder outside the repository.
 """
@@ -18,7 +18,7 @@ from types import ModuleType
 
 import pytest
 
-from gpuscope import paths
+from gpuscope.core import data as paths
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What the demo and the predict/allocate defaults read (seed 001 Table 4 cluster).
@@ -105,13 +105,13 @@ def test_built_wheel_runs_the_demo_outside_the_repository(tmp_path: Path) -> Non
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"gpuscope/_data/{f}" for f in DEMO_FILES} <= names
     assert "gpuscope/py.typed" in names
-    assert "gpuscope/templates/my_model.py" in names  # `gpuscope jobs template` copies it
+    assert "gpuscope/jobs/templates/my_model.py" in names  # `gpuscope jobs template` copies it
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     env = {k: v for k, v in os.environ.items() if k not in ("GPUSCOPE_DATASETS", "PYTHONPATH")}
     env["PYTHONPATH"] = str(site)
     run = subprocess.run([sys.executable, "-c", "import sys; from gpuscope.cli import main; "
-                          "import gpuscope.paths as p; print(p.data_root()); sys.argv[1:] = "
+                          "import gpuscope.core.data as p; print(p.data_root()); sys.argv[1:] = "
                           "['demo']; main()"], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]

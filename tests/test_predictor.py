@@ -10,16 +10,16 @@ import pytest
 import torch
 from torch_geometric.data import Batch, Data
 
-from gpuscope.jobs import MODEL_FAMILY, table_jobs
-from gpuscope.predictor.batching import build_inputs, predict_inputs
-from gpuscope.predictor.losses import masked_bce, masked_mse
-from gpuscope.predictor.metrics import score
-from gpuscope.predictor.model import DriplePredictorNet, ModelConfig
-from gpuscope.predictor.scaling import MinMaxLabels, Standardizer
-from gpuscope.predictor.splits import make_splits, subsample
-from gpuscope.predictor.synthetic import synthetic_dataset
-from gpuscope.predictor.train import TrainConfig, fit_predictor
-from gpuscope.resources import DRIPLE_TARGETS, TARGETS
+from gpuscope.core.targets import DRIPLE_TARGETS, TARGETS
+from gpuscope.jobs.spec import MODEL_FAMILY, table_jobs
+from gpuscope.predictor.gnn.batching import build_inputs, predict_inputs
+from gpuscope.predictor.gnn.losses import masked_bce, masked_mse
+from gpuscope.predictor.gnn.metrics import score
+from gpuscope.predictor.gnn.model import DriplePredictorNet, ModelConfig
+from gpuscope.predictor.gnn.scaling import MinMaxLabels, Standardizer
+from gpuscope.predictor.gnn.splits import make_splits, subsample
+from gpuscope.predictor.gnn.train import TrainConfig, fit_predictor
+from gpuscope.testing import synthetic_dataset
 
 
 def _graph(n: int, seed: int) -> Data:
@@ -197,10 +197,10 @@ def test_more_epochs_predict_a_longer_run_after_training() -> None:
     lab = d.labels
     ctx = d.contexts.clone()
     # the same rows with only the epochs entry of the context doubled/halved
-    from gpuscope.graphs.encode import CONTEXT_FEATURES, context_vector  # noqa: F401
+    from gpuscope.graphs.encoding import CONTEXT_FEATURES, context_vector  # noqa: F401
 
     jobs10 = [r for r in range(len(lab)) if lab["epochs"].iloc[r] == 10]
-    from gpuscope.predictor.data import job_from_row
+    from gpuscope.predictor.gnn.data import job_from_row
 
     ctx20 = torch.stack([context_vector(job_from_row(lab.iloc[r]).with_(epochs=20))
                          for r in jobs10])
@@ -217,7 +217,7 @@ def test_more_epochs_predict_a_longer_run_after_training() -> None:
 
 
 def test_graph_statistics_are_log_totals() -> None:
-    from gpuscope.predictor.batching import graph_stats
+    from gpuscope.predictor.gnn.batching import graph_stats
 
     g = Data(x=torch.tensor([[1.0, 2.0], [3.0, 4.0]]),
              edge_index=torch.tensor([[0, 1, 0], [1, 0, 1]]))
@@ -252,13 +252,13 @@ def test_exec_time_is_min_max_normalised_in_log_space() -> None:
 
 
 def test_exec_per_step_scales_with_run_length() -> None:
-    from gpuscope.predictor.predict import Predictor
+    from gpuscope.predictor.gnn.predict import Predictor
 
     d = synthetic_dataset(n_jobs=24, max_nodes=10, unseen=0, noise=0.0, seed=2)
     res = fit_predictor(d, TrainConfig(epochs=3, steps=2, hidden=16, progress=False,
                                        exec_per_step=True))
     assert res.bundle.exec_per_step
-    from gpuscope.predictor.data import job_from_row
+    from gpuscope.predictor.gnn.data import job_from_row
 
     job = job_from_row(d.labels.iloc[0]).with_(steps_per_epoch=100, job_id="s")
     p = Predictor(res.bundle, graphs=d.graphs)
@@ -286,8 +286,8 @@ def test_bounded_outputs_stay_in_unit_interval_and_round_trip() -> None:
 def test_steps_kept_out_of_u_and_unseen_targets_are_nan() -> None:
     """``steps_in_u=False``: predictions cannot depend on steps per epoch (issue 13's leakage
     fix); a target never observed in training (a CPU dataset's GPU targets) is NaN."""
-    from gpuscope.predictor.data import job_from_row
-    from gpuscope.predictor.predict import Predictor
+    from gpuscope.predictor.gnn.data import job_from_row
+    from gpuscope.predictor.gnn.predict import Predictor
 
     d = synthetic_dataset(n_jobs=16, max_nodes=10, unseen=0, noise=0.0, seed=3, gpu=False)
     res = fit_predictor(d, TrainConfig(epochs=2, steps=2, hidden=16, progress=False,

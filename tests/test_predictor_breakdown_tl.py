@@ -1,5 +1,5 @@
 """The breakdown ridge and the oracle floor (issue 13 deliverable 6,
-``gpuscope.predictor.breakdown_tl``). Synthetic rows only: fast and in-process."""
+``research.measured_correctors.breakdown_tl``). Synthetic rows only: fast and in-process."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from gpuscope.predictor.breakdown_tl import (
+from gpuscope.predictor.physics.features import STEP_FEATURES
+from research.measured_correctors.breakdown_tl import (
     BREAKDOWN_FEATURES,
     BreakdownRidge,
     best_constant,
     breakdown_features,
     oracle_floor,
 )
-from gpuscope.predictor.physics import STEP_FEATURES
 
 IDX = {f: i for i, f in enumerate(STEP_FEATURES)}
 

@@ -6,17 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from gpuscope.errors import CheckpointError
-from gpuscope.jobs import table_jobs
-from gpuscope.predictor.baselines import GBTBaseline, row_features
-from gpuscope.predictor.checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
-from gpuscope.predictor.evaluation import evaluate
-from gpuscope.predictor.model import DriplePredictorNet
-from gpuscope.predictor.predict import Predictor, load_predictor
-from gpuscope.predictor.splits import make_splits
-from gpuscope.predictor.synthetic import synthetic_dataset
-from gpuscope.predictor.train import TrainConfig, fit_predictor
-from gpuscope.resources import TARGETS
+from gpuscope.core.errors import CheckpointError
+from gpuscope.core.targets import TARGETS
+from gpuscope.jobs.spec import table_jobs
+from gpuscope.predictor.gnn.baselines import GBTBaseline, row_features
+from gpuscope.predictor.gnn.checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
+from gpuscope.predictor.gnn.evaluation import evaluate
+from gpuscope.predictor.gnn.model import DriplePredictorNet
+from gpuscope.predictor.gnn.predict import Predictor, load_predictor
+from gpuscope.predictor.gnn.splits import make_splits
+from gpuscope.predictor.gnn.train import TrainConfig, fit_predictor
+from gpuscope.testing import synthetic_dataset
 
 FAST = dict(epochs=3, steps=2, hidden=16, progress=False, graph_stats=True)
 
@@ -124,9 +124,9 @@ def test_gbt_baseline_beats_the_mean_and_evaluate_table(data, trained) -> None:
 def test_multi_device_model_reads_the_device_spec() -> None:
     import math
 
-    from gpuscope.devices import get_device
-    from gpuscope.predictor.evaluation import bundle_predict
-    from gpuscope.predictor.multidevice import device_vector, fit_multidevice
+    from gpuscope.cluster.devices import get_device
+    from gpuscope.predictor.gnn.evaluation import bundle_predict
+    from gpuscope.predictor.gnn.multidevice import device_vector, fit_multidevice
 
     v = device_vector("gtx1080")
     assert v[0].item() == pytest.approx(math.log10(get_device("gtx1080").fp32_tflops), rel=1e-6)

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from gpuscope.cli import main
+from gpuscope.core.targets import DRIPLE_TARGETS, TARGETS
 from gpuscope.graphs import save_encoded
-from gpuscope.jobs import table_jobs
-from gpuscope.predictor.data import load_dataset
-from gpuscope.predictor.synthetic import synthetic_dataset
-from gpuscope.queues import write_queue
-from gpuscope.resources import DRIPLE_TARGETS, TARGETS
+from gpuscope.jobs.queue import write_queue
+from gpuscope.jobs.spec import table_jobs
+from gpuscope.predictor.gnn.data import load_dataset
+from gpuscope.testing import synthetic_dataset
 
 TRAIN = ["--arch", "gnn", "--epochs", "2", "--steps", "2", "--hidden", "16", "--quiet"]
 

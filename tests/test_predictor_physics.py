@@ -12,27 +12,27 @@ import pytest
 import torch
 from sklearn.ensemble import HistGradientBoostingRegressor
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
+from gpuscope.core.targets import TARGETS
 from gpuscope.emulator import estimate
-from gpuscope.jobs import JobSpec
-from gpuscope.predictor.hybrid import HybridModel
-from gpuscope.predictor.physics import (
+from gpuscope.jobs.spec import JobSpec
+from gpuscope.predictor.evaluation import ci95, family_split, score_targets
+from gpuscope.predictor.physics.dataset import PhysicsData
+from gpuscope.predictor.physics.features import (
     FEATURES,
     STEP_FEATURES,
     FeatureBuilder,
     compose_exec,
     step_correction,
 )
-from gpuscope.predictor.physpredict import (
+from gpuscope.predictor.physics.hybrid import HybridModel
+from gpuscope.predictor.physics.model import (
     PhysicsPredictor,
     fit_physics,
     read_checkpoint_dict,
     save_physics,
 )
-from gpuscope.predictor.trees import pack_hgb, predict_packed
-from gpuscope.predictor.v2data import PhysicsData
-from gpuscope.predictor.v2eval import ci95, family_split, score_targets
-from gpuscope.resources import TARGETS
+from gpuscope.predictor.physics.trees import pack_hgb, predict_packed
 
 MODELS = ("lenet", "resnet20", "trivial", "alexnet")
 
@@ -199,8 +199,8 @@ def test_score_uses_training_ranges() -> None:
 
 
 def test_gavel_rows() -> None:
-    from gpuscope.external import parse_job_type
-    from gpuscope.predictor.gavel_tl import load_gavel
+    from gpuscope.core.data import parse_job_type
+    from research.measured_correctors.gavel_tl import load_gavel
 
     assert parse_job_type("ResNet-18 (batch size 32)") == ("ResNet-18", 32)
     assert parse_job_type("A3C") == ("A3C", 0)
@@ -213,7 +213,7 @@ def test_gavel_rows() -> None:
 def test_cli_train_and_predict_flag_full_epoch_jobs(builder: FeatureBuilder, tmp_path,
                                                     monkeypatch, capsys) -> None:
     from gpuscope.cli import main
-    from gpuscope.queues import write_queue
+    from gpuscope.jobs.queue import write_queue
 
     monkeypatch.setenv("GPUSCOPE_CACHE", str(Path(str(builder.cache_dir)).parent))
     data = _emulated_data(builder)
@@ -242,8 +242,8 @@ def test_cli_train_and_predict_flag_full_epoch_jobs(builder: FeatureBuilder, tmp
 
 
 def test_corpus_build_is_resumable(builder: FeatureBuilder, tmp_path) -> None:
-    from gpuscope.predictor.corpus import Arch, architectures, build_corpus
-    from gpuscope.predictor.v2data import load_physics
+    from gpuscope.predictor.physics.corpus import Arch, architectures, build_corpus
+    from gpuscope.predictor.physics.dataset import load_physics
 
     archs = architectures(per_arch=1, hf=False)
     assert len({a.arch for a in archs}) == len(archs) >= 19  # every catalog model, once
@@ -263,7 +263,7 @@ def test_parallel_analytic_labels_equal_serial(builder: FeatureBuilder,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Labels computed in worker processes are the in-process ones, bit for bit, in order,
     with repeated (job, device) pairs; few new rows stay in-process."""
-    import gpuscope.predictor.physics as physics
+    import gpuscope.predictor.physics.features as physics
 
     assert FeatureBuilder(workers=4)._label_workers(physics.PARALLEL_MIN_ROWS - 1) == 1
     assert FeatureBuilder()._label_workers(10**6) == 1  # in-process unless asked

@@ -1,4 +1,4 @@
-"""Shrunk emulator corrections on measured rows (issue 13, ``gpuscope.predictor.residual_tl``).
+"""Shrunk emulator corrections on measured rows (issue 13, ``research.measured_correctors.residual_tl``).
 
 Synthetic rows only (no graph export): fast and in-process."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpuscope.errors import InputError
-from gpuscope.predictor import residual_tl as R
-from gpuscope.predictor.physics import ANALYTIC_COLUMNS, FEATURES, STEP_FEATURES
+from gpuscope.core.errors import InputError
+from gpuscope.predictor.physics.features import ANALYTIC_COLUMNS, FEATURES, STEP_FEATURES
+from research.measured_correctors import residual_tl as R
 
 
 def _rows(n_groups: int, per: int, signal: bool, seed: int = 0

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import table_jobs
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import table_jobs
 from gpuscope.profiling import Ledger, load_campaign, parse_campaign
 from gpuscope.profiling.campaign import pending_jobs
 

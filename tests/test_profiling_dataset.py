@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
+from gpuscope.core.errors import InputError
+from gpuscope.core.targets import GPU_RESOURCES
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling import (
     LABEL_COLUMNS,
     Ledger,
@@ -24,7 +25,6 @@ from gpuscope.profiling import (
     write_trace,
 )
 from gpuscope.profiling.cli import main as profile_main
-from gpuscope.resources import GPU_RESOURCES
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASURED = ROOT / "datasets" / "measured" / "amd-epyc"

@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
+from gpuscope.core.errors import InputError
+from gpuscope.core.targets import TARGETS
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling import LABEL_COLUMNS, TraceMeta, label_trace
 from gpuscope.profiling.labeling import (
     burst_mask,
@@ -18,7 +19,6 @@ from gpuscope.profiling.labeling import (
     run_lengths,
     sklearn_burst_mask,
 )
-from gpuscope.resources import TARGETS
 
 # idle 3, burst 2, idle 1, burst 6, idle 2 samples at 0.5 s: bursts 1 s and 3 s (mean 2 s),
 # idles 1.5, 0.5, 1 s (mean 1 s).

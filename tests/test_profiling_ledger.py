@@ -17,7 +17,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.profiling import Ledger, TraceMeta, parse_campaign, write_trace
 from gpuscope.profiling.campaign import pending_jobs, run_campaign, run_options
 from gpuscope.profiling.cli import main as profile_main

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling import Ledger, RunOptions, label_runs, read_trace
 
 
@@ -16,7 +16,7 @@ from gpuscope.profiling import Ledger, RunOptions, label_runs, read_trace
 def test_ray_backend_local_cpu(tmp_path: Path) -> None:
     import ray
 
-    from gpuscope.profiling.ray_backend import gpu_type_resource, run_campaign_ray
+    from gpuscope.profiling.backends.ray import gpu_type_resource, run_campaign_ray
 
     jobs = [JobSpec("lenet", "cifar10", o, b, 1, steps_per_epoch=2)
             for o in ("sgd", "adam") for b in (8, 16)]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuscope.jobs import JobSpec
+from gpuscope.core.targets import GPU_RESOURCES
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling import RunOptions, read_trace, run_job
-from gpuscope.resources import GPU_RESOURCES
 
 JOB = JobSpec("lenet", "cifar10", "sgd", 8, 1, steps_per_epoch=2)
 

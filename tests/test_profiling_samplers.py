@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from gpuscope.core.targets import GPU_RESOURCES
 from gpuscope.profiling.samplers import NvmlReader, Sampler
-from gpuscope.resources import GPU_RESOURCES
 
 MB = 2**20
 

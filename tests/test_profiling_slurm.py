@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling import Ledger, RunOptions, read_trace
 from gpuscope.slurm import daemons
 from gpuscope.slurm.collect import read_jobcomp
@@ -50,7 +50,7 @@ def cluster(tmp_path_factory):
 
 
 def test_campaign_on_slurm_resumes(cluster, tmp_path):
-    from gpuscope.profiling.slurm_backend import run_campaign_slurm
+    from gpuscope.profiling.backends.slurm import run_campaign_slurm
 
     jobs = [JobSpec("lenet", "cifar10", o, b, 1, steps_per_epoch=2)
             for o in ("sgd", "adam") for b in (8, 16)]
@@ -116,8 +116,8 @@ def test_cli_backend_slurm(cluster, tmp_path):
 def test_environment_failure_cancels_the_rest(cluster, tmp_path):
     """Every run fails at start-up with the same message: after the first 3 results the
     campaign stops with one line, cancels the jobs still queued, and records nothing."""
-    from gpuscope.errors import InputError
-    from gpuscope.profiling.slurm_backend import run_campaign_slurm
+    from gpuscope.core.errors import InputError
+    from gpuscope.profiling.backends.slurm import run_campaign_slurm
 
     jobs = [JobSpec("lenet", "cifar10", "sgd", b, 1, steps_per_epoch=2) for b in range(1, 9)]
     out = tmp_path / "runs"

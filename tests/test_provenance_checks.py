@@ -14,13 +14,13 @@ import pytest
 
 from gpuscope.allocator.truth import load_truth, truth_steps
 from gpuscope.cli import main as gpuscope_main
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec, table_jobs
-from gpuscope.predictor.data import load_dataset
-from gpuscope.predictor.physics import ANALYTIC_COLUMNS, FEATURES
-from gpuscope.predictor.v2data import load_physics
+from gpuscope.core.errors import InputError
+from gpuscope.core.provenance import check_labels
+from gpuscope.jobs.spec import JobSpec, table_jobs
+from gpuscope.predictor.gnn.data import load_dataset
+from gpuscope.predictor.physics.dataset import load_physics
+from gpuscope.predictor.physics.features import ANALYTIC_COLUMNS, FEATURES
 from gpuscope.profiling import Ledger, TraceMeta, build_dataset, write_trace
-from gpuscope.provenance import check_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 EMULATED = ROOT / "datasets" / "emulated"
@@ -207,8 +207,8 @@ def test_build_dataset_keyed_by_device_and_atomic(tmp_path: Path) -> None:
 
 
 def test_multidevice_gnn_refuses_mixed_provenance() -> None:
-    from gpuscope.predictor.multidevice import combine
-    from gpuscope.predictor.synthetic import synthetic_dataset
+    from gpuscope.predictor.gnn.multidevice import combine
+    from gpuscope.testing import synthetic_dataset
 
     a = synthetic_dataset(n_jobs=6, max_nodes=8, unseen=0, seed=1, device="gtx1080")
     b = synthetic_dataset(n_jobs=6, max_nodes=8, unseen=0, seed=2, device="h100")

@@ -12,10 +12,10 @@ import pytest
 from pydantic import ValidationError
 
 from gpuscope.cli import main
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
-from gpuscope.queue_schema import JobRow, queue_json_schema, template_jobs
-from gpuscope.queues import read_queue
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.queue import read_queue
+from gpuscope.jobs.schema import JobRow, queue_json_schema, template_jobs
+from gpuscope.jobs.spec import JobSpec
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "queue.md"
 
@@ -53,7 +53,7 @@ def test_template_round_trip_and_schema_validation(tmp_path, capsys) -> None:
 def test_template_runs_from_any_folder_and_keeps_an_edited_module(tmp_path, capsys) -> None:
     """The template's module job names a copy of the example next to the queue, so it reads
     and traces outside the repository; an existing copy is never overwritten."""
-    from gpuscope.queue_schema import EXAMPLE_MODULE
+    from gpuscope.jobs.schema import EXAMPLE_MODULE
 
     out = tmp_path / "elsewhere" / "q.csv"
     assert main(["jobs", "template", "-o", str(out)]) == 0

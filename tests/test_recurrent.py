@@ -11,14 +11,14 @@ import torch
 from autograd_saved import saved_storage_bytes
 from torch import nn
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import EmulatorParams
 from gpuscope.emulator.memory import saved_bytes
 from gpuscope.emulator.perf import RNN_KERNELS_PER_STEP, GraphCost, kernel_times
-from gpuscope.graphs.aten_ops import recurrent_cell, recurrent_flops
+from gpuscope.graphs.frontends.torch import trace_train_step
 from gpuscope.graphs.opgraph import OpGraph
-from gpuscope.graphs.recurrent import fused_recurrent_layers
-from gpuscope.graphs.torch_frontend import trace_train_step
+from gpuscope.graphs.ops.aten import recurrent_cell, recurrent_flops
+from gpuscope.graphs.ops.recurrent import fused_recurrent_layers
 
 P = EmulatorParams()
 

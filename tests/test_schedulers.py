@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpuscope.core.tjng import Instance, tjng_to_instance
 from gpuscope.schedulers import METHODS, Params, compile_instance, make_method, simulate
 from gpuscope.schedulers.greedy import construct
 from gpuscope.schedulers.step import Decision, StepState, f_obj
-from gpuscope.tjng import Instance, tjng_to_instance
 
 
 def small_problem(seed: int, n_jobs: int, n_nodes: int, fixed: bool):

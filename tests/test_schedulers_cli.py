@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from gpuscope.cli import main
-from gpuscope.external import data_dir
+from gpuscope.core.data import data_dir
+from gpuscope.core.tjng import JOBS_FILE, NODES_FILE, TIMES_FILE
 from gpuscope.schedulers import load_problem, save_problem
 from gpuscope.schedulers.instances import arrival_times, generate
 from gpuscope.schedulers.results import SCHEDULE_COLUMNS
-from gpuscope.tjng import JOBS_FILE, NODES_FILE, TIMES_FILE
 
 DATA = data_dir()
 EXAMPLE = DATA / "gpuscheduler" / "example-instance"

@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 
 from gpuscope.cli import main
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
+from gpuscope.core.tjng import tjng_to_instance
 from gpuscope.schedulers import Params, compile_instance, make_method, save_problem, simulate
-from gpuscope.tjng import tjng_to_instance
 
 CATALOG = pd.DataFrame({"VMtype": ["K1", "K2", "K4"], "GPUtype": ["K", "K", "K"],
                         "nGPUs": [1, 2, 4], "cost": [1.0, 2.0, 4.0]})

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from test_schedulers import small_problem
 
 from gpuscope.cli import main
-from gpuscope.errors import InputError
-from gpuscope.external import gpuscheduler_dir
+from gpuscope.core.data import gpuscheduler_dir
+from gpuscope.core.errors import InputError
 from gpuscope.schedulers import (
     Params,
     PathRelinking,

@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 
 from gpuscope.cli import main
+from gpuscope.core.tjng import tjng_to_instance
 from gpuscope.schedulers import Params, compile_instance, make_method, save_problem, simulate
 from gpuscope.schedulers.repack import _parts
-from gpuscope.tjng import tjng_to_instance
 
 
 def instance(n_nodes: int, k4_price: float = 4.0, n_jobs: int = 3):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.slurm import daemons, procs
 from gpuscope.slurm._cluster import instance_node, instance_offset, load, type_counts
 from gpuscope.slurm.collect import gpu_overcommit, read_jobcomp, read_log
@@ -155,7 +155,7 @@ def test_job_commands(tmp_path):
     import json
     import sys
 
-    from gpuscope.jobs import JobSpec
+    from gpuscope.jobs.spec import JobSpec
     from gpuscope.slurm.submit import Workload, _command
 
     job = JobSpec("lenet", "cifar10", "sgd", 8, 1, steps_per_epoch=2, job_id="a")

@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from gpuscope.core.errors import SlurmError
 from gpuscope.slurm import daemons
 from gpuscope.slurm.collect import collect, gpu_overcommit
-from gpuscope.slurm.errors import SlurmError
 from gpuscope.slurm.submit import submit
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster-2types.toml"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from gpuscope.cli import main
-from gpuscope.errors import InputError
+from gpuscope.core.data import bundled
+from gpuscope.core.errors import InputError
 from gpuscope.graphs.export import export_graph
 from gpuscope.graphs.storage import GraphCache
-from gpuscope.jobs import JobSpec
-from gpuscope.paths import bundled
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.workloads.sources import call_factory, hf_config, parse_hf
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "my_model.py")
@@ -78,9 +78,9 @@ def test_example_module_traces_in_bf16() -> None:
 
 def test_module_round_trip_export_estimate_predict(tmp_path) -> None:
     """A user's module file: export, emulate on a catalog GPU, predict with a checkpoint."""
-    from gpuscope.devices import get_device
+    from gpuscope.cluster.devices import get_device
     from gpuscope.emulator import estimate
-    from gpuscope.predictor.predict import load_predictor
+    from gpuscope.predictor.gnn.predict import load_predictor
 
     job = _job(_write(tmp_path / "mlp.py", 256), precision="amp-bf16")
     g = export_graph(job)
@@ -91,7 +91,7 @@ def test_module_round_trip_export_estimate_predict(tmp_path) -> None:
 
 
 def test_changed_model_same_file_gets_new_graph_and_prediction(tmp_path) -> None:
-    from gpuscope.predictor.predict import load_predictor
+    from gpuscope.predictor.gnn.predict import load_predictor
 
     path = tmp_path / "net.py"
     small = _job(_write(path, 32))
@@ -233,7 +233,7 @@ def test_bad_sources_exit_2_with_one_line(tmp_path, capsys) -> None:
 
 
 def test_source_fields_in_queue_files(tmp_path) -> None:
-    from gpuscope.queues import read_queue
+    from gpuscope.jobs.queue import read_queue
 
     q = tmp_path / "q.csv"
     q.write_text("module,hf,dataset,optimizer,batch_size,epochs\n"

@@ -1,13 +1,13 @@
-"""Seed 004's workloads (models_rnn): shapes and parameter counts worked out by hand."""
+"""Seed 004's workloads (models.rnn): shapes and parameter counts worked out by hand."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.workloads import build_workload, param_count
-from gpuscope.workloads.models_rnn import dynamic_rnn
+from gpuscope.workloads.models.rnn import dynamic_rnn
 
 # LSTM(28→h) in PyTorch: 4·(28h + h² + 2h) (two bias vectors); GRU: 3·(...); dense h·10 + 10.
 LSTM128 = 4 * (28 * 128 + 128 * 128 + 2 * 128)  # 80,896

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling import RunOptions, read_trace, run_job
 from gpuscope.specon.losscurve import fit, read_loss_log
 from gpuscope.workloads import build_workload

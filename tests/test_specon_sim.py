@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from gpuscope.cli import main
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.specon.losscurve import LossCurve, fit, preset, preset_points, r_from_f20
 from gpuscope.specon.sharing import SharingModel, pair_speed
-from gpuscope.specon.sim import SimConfig, run_policies, simulate
+from gpuscope.specon.simulate import SimConfig, run_policies, simulate
 from gpuscope.specon.traces import JobSpecS, make_trace
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpuscope.predictor.noise import split_noise_floor
-from gpuscope.predictor.v2data import PhysicsData
-from gpuscope.predictor.v2eval import family_split
+from gpuscope.predictor.evaluation import family_split
+from gpuscope.predictor.physics.dataset import PhysicsData
+from research.noise_floor import split_noise_floor
 
 
 def _data() -> PhysicsData:

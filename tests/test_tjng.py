@@ -1,4 +1,4 @@
-"""gpuscope.tjng: the t_jng contract and the reference instance folder."""
+"""gpuscope.core.tjng: the t_jng contract and the reference instance folder."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpuscope.errors import InputError
-from gpuscope.external import gpuscheduler_dir
-from gpuscope.tjng import (
+from gpuscope.core.data import gpuscheduler_dir
+from gpuscope.core.errors import InputError
+from gpuscope.core.tjng import (
     JOBS_FILE,
     NODES_FILE,
     TIMES_FILE,

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import MODEL_DATASETS, JobSpec
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import MODEL_DATASETS, JobSpec
 from gpuscope.workloads import CATALOG, build_model, build_workload, param_count
 
 CASES = [(m, ds) for m, dss in MODEL_DATASETS.items() for ds in dss]

@@ -163,7 +163,7 @@ def test_is_oom_classification() -> None:
 def test_cli_workloads_list(capsys: pytest.CaptureFixture) -> None:
     assert gpuscope_main(["workloads", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    from gpuscope.jobs import MODEL_DATASETS
+    from gpuscope.jobs.spec import MODEL_DATASETS
 
     # 15 CNNs x 2 datasets + 4 generative models on MNIST + 9 transformers, + later additions
     assert len(rows) == sum(map(len, MODEL_DATASETS.values())) >= 34 + 9

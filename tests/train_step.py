@@ -30,7 +30,7 @@ def rl_step_cost(**meta: Any) -> Any:
     2-layer MLP, one backward, AMSGrad; ``meta`` as a traced graph's (``workers``,
     ``env_steps``, ``host_optimizer``...)."""
     from gpuscope.emulator.perf import GraphCost
-    from gpuscope.graphs.torch_frontend import trace_train_step
+    from gpuscope.graphs.frontends.torch import trace_train_step
 
     torch.manual_seed(0)
     net = nn.Sequential(nn.Flatten(), nn.Linear(80 * 80, 256), nn.ReLU(), nn.Linear(256, 6)).to("meta")

@@ -18,7 +18,6 @@ Public API:
 """
 
 from gpuscope.allocator.allocate import AllocationResult, allocate
-from gpuscope.allocator.cluster import ClusterSpec
 from gpuscope.allocator.efficiency import BURST_EPS_S, comp_eff, parse_resources
 from gpuscope.allocator.metrics import Metrics, comparison_table, distribution_table, summarize
 from gpuscope.allocator.ordering import ORDERS, order_keys
@@ -26,6 +25,7 @@ from gpuscope.allocator.policies import POLICIES, Placement, place
 from gpuscope.allocator.simulate import Schedule, schedule_frame, simulate
 from gpuscope.allocator.table import JobDeviceTable
 from gpuscope.allocator.tjng_export import export_tjng
+from gpuscope.cluster.counts import ClusterSpec
 
 __all__ = [
     "BURST_EPS_S",

@@ -12,15 +12,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gpuscope.allocator.cluster import ClusterSpec
 from gpuscope.allocator.efficiency import comp_eff
 from gpuscope.allocator.metrics import Metrics, summarize
 from gpuscope.allocator.ordering import order_keys
 from gpuscope.allocator.policies import Placement, place
 from gpuscope.allocator.simulate import schedule_frame, simulate
 from gpuscope.allocator.table import JobDeviceTable
-from gpuscope.errors import InputError
-from gpuscope.resources import RESOURCES
+from gpuscope.cluster.counts import ClusterSpec
+from gpuscope.core.errors import InputError
+from gpuscope.core.targets import RESOURCES
 
 
 @dataclass

@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuscope.errors import InputError
-from gpuscope.io import check_output, write_text
-from gpuscope.limits import check_memory
-from gpuscope.paths import bundled
+from gpuscope.core.data import bundled
+from gpuscope.core.errors import InputError
+from gpuscope.core.io import check_output, write_text
+from gpuscope.core.limits import check_memory
 
 if TYPE_CHECKING:
-    from gpuscope.allocator.cluster import ClusterSpec
+    from gpuscope.cluster.counts import ClusterSpec
 
 DEFAULT_TRUTH = bundled("emulated")
 
@@ -156,11 +156,11 @@ def _is_cluster_file(text: str) -> bool:
 
 def _cluster(text: str) -> ClusterSpec:
     """``TYPE:COUNT,...``, or a cluster file: each GPU type with its GPUs over all servers."""
-    from gpuscope.allocator.cluster import ClusterSpec
+    from gpuscope.cluster.counts import ClusterSpec
 
     if not _is_cluster_file(text):
         return ClusterSpec.parse(text)
-    from gpuscope.clusters import load_cluster
+    from gpuscope.cluster.config import load_cluster
 
     counts: dict[str, int] = {}
     for s in load_cluster(text).servers:

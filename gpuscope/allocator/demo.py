@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from gpuscope.errors import InputError
-from gpuscope.paths import bundled
+from gpuscope.core.data import bundled
+from gpuscope.core.errors import InputError
 
 
 def run_demo(
@@ -21,7 +21,6 @@ def run_demo(
     truth_dir: str | Path = bundled("emulated"),
 ) -> int:
     """Print the Table 4 policy comparison; 0 on success, 2 when bundled data is missing."""
-    from gpuscope.allocator.cluster import ClusterSpec
     from gpuscope.allocator.experiments import (
         SEED_CLUSTER,
         available_policies,
@@ -33,6 +32,7 @@ def run_demo(
     from gpuscope.allocator.pipeline import prepare
     from gpuscope.allocator.reproduce import policies_for
     from gpuscope.allocator.truth import truth_steps
+    from gpuscope.cluster.counts import ClusterSpec
 
     t0 = time.perf_counter()
     cluster = ClusterSpec.parse(SEED_CLUSTER)

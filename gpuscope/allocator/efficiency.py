@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from gpuscope.allocator.table import JobDeviceTable
-from gpuscope.errors import InputError
-from gpuscope.resources import PERCENT_CAPACITY, RESOURCES
+from gpuscope.core.errors import InputError
+from gpuscope.core.targets import PERCENT_CAPACITY, RESOURCES
 
 #: Shortest observable burst: one profiler sample period (1/6 s, seed 001 §2.2).
 BURST_EPS_S: float = 1.0 / 6.0

@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.allocator.allocate import AllocationResult, allocate
-from gpuscope.allocator.cluster import ClusterSpec
 from gpuscope.allocator.efficiency import SEED_NAMES
 from gpuscope.allocator.metrics import Metrics
 from gpuscope.allocator.table import JobDeviceTable, queue_ids
-from gpuscope.jobs import JobSpec, table_jobs
-from gpuscope.resources import RESOURCES
+from gpuscope.cluster.counts import ClusterSpec
+from gpuscope.core.targets import RESOURCES
+from gpuscope.jobs.spec import JobSpec, table_jobs
 
 SEED_CLUSTER = "gtx1080:1,rtx2070:1,titanx:1"
 MODERN_CLUSTER = "v100:1,t4:1,a100:1,h100:1"
@@ -98,7 +98,7 @@ def build_inputs(
     ids = queue_ids(jobs)
     dev = cluster.devices
     if mem_total_mb is None:
-        from gpuscope.devices import load_catalog
+        from gpuscope.cluster.devices import load_catalog
 
         cat = load_catalog()
         mem_total_mb = {d: cat[d].mem_mb for d in dev if d in cat}

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpuscope.errors import InputError
-from gpuscope.external import GAVEL_DEVICES, gavel_dir, gavel_entries, read_gavel_trace
+from gpuscope.core.data import GAVEL_DEVICES, gavel_dir, gavel_entries, read_gavel_trace
+from gpuscope.core.errors import InputError
 
 DEFAULT_GAVEL_DIR = gavel_dir()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 
 ORDERS: tuple[str, ...] = ("fifo", "sjf", "sjf-eff")
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpuscope.allocator.cluster import ClusterSpec
 from gpuscope.allocator.experiments import (
     ExperimentInputs,
     build_inputs,
@@ -22,10 +21,11 @@ from gpuscope.allocator.experiments import (
 )
 from gpuscope.allocator.predict import check_checkpoints, domain_warning, predict_queue
 from gpuscope.allocator.truth import load_truth
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
-from gpuscope.paths import bundled
-from gpuscope.queues import read_queue
+from gpuscope.cluster.counts import ClusterSpec
+from gpuscope.core.data import bundled
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.queue import read_queue
+from gpuscope.jobs.spec import JobSpec
 
 #: Queue names accepted instead of a file: seed 001's workloads.
 NAMED_QUEUES: dict[str, str] = {
@@ -54,7 +54,7 @@ def load_jobs(spec: str, steps_per_epoch: int | None = None) -> list[JobSpec]:
 
 def check_devices(cluster: ClusterSpec) -> None:
     """Every device type of the cluster must be in the device catalog."""
-    from gpuscope.devices import get_device
+    from gpuscope.cluster.devices import get_device
 
     for d in cluster.devices:
         get_device(d)

@@ -36,11 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuscope.allocator.cluster import ClusterSpec
 from gpuscope.allocator.efficiency import DRIPLE_RESOURCES, comp_eff
 from gpuscope.allocator.table import JobDeviceTable
-from gpuscope.errors import InputError
-from gpuscope.resources import RESOURCES
+from gpuscope.cluster.counts import ClusterSpec
+from gpuscope.core.errors import InputError
+from gpuscope.core.targets import RESOURCES
 
 POLICIES: tuple[str, ...] = (
     "oracle", "exec-time", "comp-eff", "driple", "random", "round-robin", "ect", "oracle-ect",

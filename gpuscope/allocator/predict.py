@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
-from gpuscope.paths import bundled
+from gpuscope.core.data import bundled
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import JobSpec
 
 DEFAULT_MODEL_DIR = bundled("checkpoints")
 
@@ -71,6 +71,6 @@ def predict_queue(
 def domain_warning(pred: pd.DataFrame) -> str | None:
     """The predictor's out-of-domain line for a cluster's (job, device) predictions: the
     allocation then rests on extrapolated times (``physpredict.domain_warning``)."""
-    from gpuscope.predictor.physpredict import domain_warning as warn
+    from gpuscope.predictor.physics.model import domain_warning as warn
 
     return warn(pred, what="(job, device) predictions")

@@ -11,8 +11,8 @@ import pandas as pd
 from gpuscope.allocator.experiments import LABELS, ExperimentInputs, run
 from gpuscope.allocator.metrics import comparison_table, distribution_table, to_markdown
 from gpuscope.allocator.plots import gantt, policy_bars
-from gpuscope.io import write_text
-from gpuscope.resources import RESOURCES
+from gpuscope.core.io import write_text
+from gpuscope.core.targets import RESOURCES
 
 
 def truth_note(inp: ExperimentInputs) -> str:
@@ -74,7 +74,7 @@ def write_allocation(
 
 def _csv(df: pd.DataFrame, path: Path) -> None:
     """Write a CSV atomically (a temp file renamed into place, issue 18)."""
-    from gpuscope.io import atomic_write
+    from gpuscope.core.io import atomic_write
 
     with atomic_write(path, what="allocation output") as tmp:
         df.to_csv(tmp, index=False, lineterminator="\n")

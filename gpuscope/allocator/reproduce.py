@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuscope.allocator.allocate import AllocationResult, allocate
-from gpuscope.allocator.cluster import ClusterSpec
 from gpuscope.allocator.experiments import (
     LABELS,
     MODERN_CLUSTER,
@@ -32,6 +31,7 @@ from gpuscope.allocator.plots import gantt, policy_bars
 from gpuscope.allocator.predict import checkpoint_path
 from gpuscope.allocator.table import JobDeviceTable
 from gpuscope.allocator.truth import truth_steps
+from gpuscope.cluster.counts import ClusterSpec
 
 
 def policies_for(model_dir: Path, cluster: ClusterSpec) -> list[str]:

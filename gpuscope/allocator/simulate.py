@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gpuscope.allocator.cluster import ClusterSpec
-from gpuscope.errors import InputError
+from gpuscope.cluster.counts import ClusterSpec
+from gpuscope.core.errors import InputError
 
 
 @dataclass

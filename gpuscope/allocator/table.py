@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import JobSpec
 
 #: Seed 001 Alg. 1–2 and the contract: a job predicted not to fit is never placed there.
 OOM_THRESHOLD: float = 0.5

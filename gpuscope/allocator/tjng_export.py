@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from gpuscope.allocator.cluster import ClusterSpec
 from gpuscope.allocator.table import queue_ids
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
-from gpuscope.tjng import Instance, tjng_to_instance, validate_tjng, write_instance, write_tjng
+from gpuscope.cluster.counts import ClusterSpec
+from gpuscope.core.errors import InputError
+from gpuscope.core.tjng import Instance, tjng_to_instance, validate_tjng, write_instance, write_tjng
+from gpuscope.jobs.spec import JobSpec
 
 #: (job, device, g, one-GPU time) -> time on g GPUs
 Scaler = Callable[[JobSpec, str, int, float], float]
@@ -36,7 +36,7 @@ WEIGHT_RANGE: tuple[float, float] = (0.003, 0.015)
 def emulator_scaler() -> Scaler:
     """Multi-GPU scaling by the emulator's fitted model; graphs are exported once per
     ``graph_key`` (cached on disk by :class:`gpuscope.graphs.GraphCache`) and reduced to the emulator's device-independent ``GraphCost``."""
-    from gpuscope.devices import get_device
+    from gpuscope.cluster.devices import get_device
     from gpuscope.emulator.multigpu import multi_gpu_time
     from gpuscope.emulator.perf import GraphCost
     from gpuscope.graphs import GraphCache, export_graph
@@ -147,7 +147,7 @@ def export_tjng(
 ) -> tuple[pd.DataFrame, Instance, list[str]]:
     """Write ``tjng.csv`` and the reference instance folder ``instance/`` under ``out_dir``."""
     if price_per_h is None:
-        from gpuscope.devices import get_device
+        from gpuscope.cluster.devices import get_device
 
         price_per_h = {d: get_device(d).price_per_h for d in cluster.devices}
     tj, dropped = build_tjng(jobs, cluster, one_gpu, price_per_h, scaler or emulator_scaler())

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import DATASETS, JobSpec
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import DATASETS, JobSpec
 
 TRUTH_COLUMNS: tuple[str, ...] = ("job_id", "device", "exec_time_s", "status", "provenance")
 _KEY5 = ("model", "dataset", "optimizer", "batch_size", "epochs")
@@ -40,7 +40,7 @@ def check_truth_dir(truth_dir: str | Path) -> Path:
 def read_truth_labels(path: Path, device: str) -> pd.DataFrame:
     """One device's ground-truth labels: every row of that device and of one provenance
     (issue 18: never taken from one row), else one :class:`InputError` line."""
-    from gpuscope.provenance import check_folder_labels
+    from gpuscope.core.provenance import check_folder_labels
 
     try:
         lab = pd.read_parquet(path)

@@ -3,7 +3,7 @@
 Public API:
 
 * ``estimate(job, graph, device) -> Estimate``: iteration time, utilisations, memory, status
-  and execution time of a job on a catalog device (``gpuscope.devices``), from its OpGraph;
+  and execution time of a job on a catalog device (``gpuscope.cluster.devices``), from its OpGraph;
 * ``multi_gpu_time(t1, job, graph, device, g)``: data-parallel execution time on g GPUs;
 * ``footprint``: the memory model; ``EmulatorParams`` / ``default_params``: its constants;
 * ``synth_trace``: a 6 Hz trace of an emulated run; ``emulate_campaign``: runs folders exactly

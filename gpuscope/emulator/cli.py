@@ -30,12 +30,12 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from gpuscope.devices import parse_device_list
+    from gpuscope.cluster.devices import parse_device_list
 
     devices = parse_device_list(args.devices, args.catalog)  # unknown name: exit 2 before work
+    from gpuscope.core.io import check_output
     from gpuscope.emulator.params import EmulatorParams, default_params
     from gpuscope.emulator.runs import CostCache, emulate_campaign
-    from gpuscope.io import check_output
     from gpuscope.profiling import load_campaign
 
     check_output(args.out, [args.campaign, args.params, args.catalog], kind="dir",

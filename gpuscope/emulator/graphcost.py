@@ -19,14 +19,14 @@ from gpuscope.emulator.hostwork import optimizer_tensor_counts, per_tensor_extra
 from gpuscope.emulator.liveness import live_activation_bytes
 from gpuscope.emulator.memory import VIEW_OPS, op_base, param_bytes, saved_bytes
 from gpuscope.emulator.params import EmulatorParams
-from gpuscope.graphs.aten_ops import (
+from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
+from gpuscope.graphs.ops.aten import (
     ATTENTION_NAMES,
     attention_work_fraction,
     base_name,
     recurrent_shape,
 )
-from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
-from gpuscope.jobs import DatasetSpec
+from gpuscope.jobs.spec import DatasetSpec
 
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 _CLASS_INDEX = {c: i for i, c in enumerate(OP_CLASSES)}
@@ -73,7 +73,7 @@ RNN_KERNELS_PER_STEP: int = 2
 
 
 class EmulatedJob(Protocol):
-    """What :func:`estimate` reads of a job: a :class:`~gpuscope.jobs.JobSpec`, or a stand-in
+    """What :func:`estimate` reads of a job: a :class:`~gpuscope.jobs.spec.JobSpec`, or a stand-in
     for a model outside the catalog (``emulator/fidelity.py``'s Gavel jobs)."""
 
     @property

@@ -1,5 +1,5 @@
 """Host-side work of a training step (issues 4, 11): the input pipeline's cost per sample, and
-the host work the device waits for in RL jobs (Gavel's A3C, ``workloads/models_gavel.py``)
+the host work the device waits for in RL jobs (Gavel's A3C, ``workloads/models/gavel.py``)
 and in jobs that build sparse batches on the main thread (Gavel's Recommendation).
 
 ``perf.estimate`` adds ``t_env + t_update`` (``host_serial_times``) and the sparse batch's
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpuscope.devices import DeviceSpec
+from gpuscope.cluster.devices import DeviceSpec
 from gpuscope.emulator.params import EmulatorParams
-from gpuscope.graphs.aten_ops import is_foreach
+from gpuscope.graphs.ops.aten import is_foreach
 
 if TYPE_CHECKING:
     from gpuscope.emulator.graphcost import EmulatedJob, GraphCost
@@ -66,7 +66,7 @@ def host_serial_times(cost: GraphCost, job: EmulatedJob, device: DeviceSpec,
                       params: EmulatorParams) -> tuple[float, float]:
     """(environment, host update) time of one step the device waits for, seconds,
     for graphs whose ``meta`` says so (``env_steps``, ``host_optimizer``; Gavel's A3C, see
-    ``workloads/models_gavel.py``); zeros for every other job.
+    ``workloads/models/gavel.py``); zeros for every other job.
 
     Per environment step the host waits for the device (the sampled action is copied back),
     steps the environment (``cpu_ms_per_sample`` of the job's dataset, frames: one emulator

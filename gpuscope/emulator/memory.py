@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuscope.devices import DeviceSpec
+from gpuscope.cluster.devices import DeviceSpec
 from gpuscope.emulator.params import EmulatorParams
 from gpuscope.graphs.opgraph import OpGraph, OpNode
 
@@ -57,7 +57,7 @@ VIEW_OPS = frozenset({
 #: * ``native_dropout``'s mask, bool on CUDA (``aten/src/ATen/native/cuda/Dropout.cu``,
 #:   ``native_dropout_cuda`` -> ``dropout_cuda<bool>``);
 #: * the fused attention's row logsumexp (``B x H x S_q`` FP32) and its RNG seed/offset (two
-#:   int64), saved with the output (``gpuscope.graphs.attention``; PyTorch's
+#:   int64), saved with the output (``gpuscope.graphs.ops.attention``; PyTorch's
 #:   ``_scaled_dot_product_flash_attention`` / ``_efficient_attention`` return them);
 #: * a layer norm's saved statistics (FP32 mean and inverse std per row, rows taken as the
 #:   output's numel over its last dimension): its backward reads the input and these, not the

@@ -19,12 +19,12 @@ which is sublinear in g: the speed-up g * t_iter(1) / t_iter(g) is below g.
 
 from __future__ import annotations
 
-from gpuscope.devices import DeviceSpec
+from gpuscope.cluster.devices import DeviceSpec
+from gpuscope.core.errors import InputError
 from gpuscope.emulator.params import EmulatorParams, default_params
 from gpuscope.emulator.perf import GraphCost, estimate
-from gpuscope.errors import InputError
 from gpuscope.graphs.opgraph import OpGraph
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 
 
 def link_gbs(device: DeviceSpec) -> float:

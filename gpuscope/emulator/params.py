@@ -1,8 +1,8 @@
 """The emulator's parameters: efficiency factors, host costs, overheads (docs/emulator.md).
 
-Physical figures come from the device catalog (``gpuscope.devices``); what is here is the part
+Physical figures come from the device catalog (``gpuscope.cluster.devices``); what is here is the part
 no datasheet gives: how much of the peak a training step achieves. Few numbers, on purpose,
-so that fitting them to measurements (``gpuscope.emulator.calibrate``) cannot overfit: one
+so that fitting them to measurements (``gpuscope.emulator.calibration.fit``) cannot overfit: one
 compute efficiency per op class, one bandwidth efficiency, one factor per architecture
 generation, and the data-parallel overlap. Defaults were set once from public knowledge
 (cuDNN convolutions reach 50-70 % of FP32 peak, streaming kernels 70-80 % of bandwidth); the
@@ -16,11 +16,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 
 CALIBRATION_FILE: Path = Path(__file__).with_name("calibration.json")
 #: Version of the emulator's model; bump on any change to performance, memory or traces
-#: (the bundled emulated datasets record it; ``gpuscope.emulator.bundle``).
+#: (the bundled emulated datasets record it; ``gpuscope.emulator.calibration.bundle``).
 EMULATOR_VERSION: str = "2.5.1"
 #: Largest accepted ``mem_latency_us``: 10x the ~1 us a GPU's DRAM round trip takes at most.
 MAX_MEM_LATENCY_US: float = 10.0
@@ -255,7 +255,7 @@ class EmulatorParams:
 
     @classmethod
     def load(cls, path: str | Path) -> EmulatorParams:
-        from gpuscope.io import read_json
+        from gpuscope.core.io import read_json
 
         return cls.from_dict(read_json(path, "emulator parameters", kind=dict))
 

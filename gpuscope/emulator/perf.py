@@ -21,7 +21,7 @@ whose limit for a tiny kernel, ``SMs x fill_threads_per_sm x dtype / bw``, is a 
 take ~0.2 us (200-800 cycles; Dive into Deep Learning §13.4): 0.4 us = a load and the
 dependent store. Recurrent layers keep the per-timestep fill.
 
-**Recurrent layers** (``gpuscope.graphs.recurrent``: one ``gpuscope.<cell>_recurrence`` node
+**Recurrent layers** (``gpuscope.graphs.ops.recurrent``: one ``gpuscope.<cell>_recurrence`` node
 per layer and direction, and one ``..._backward`` for backward-data) are sequential kernels,
 as cuDNN runs them: T timesteps, each a GEMM ``(B x H) @ (H x G*H)`` and one fused
 element-wise kernel, each timestep waiting for the previous one. With the node's totals
@@ -43,7 +43,7 @@ are ordinary, fully parallel GEMMs (``aten.addmm``/``aten.mm`` nodes). Host: the
 (one ``dispatch_us``); cuDNN's own per-timestep launches cost the host about what they cost
 the GPU (``launch``) and overlap with it, so they are not charged twice.
 
-**Fused attention** (``gpuscope.graphs.attention``: one ``gpuscope.sdpa_attention`` node
+**Fused attention** (``gpuscope.graphs.ops.attention``: one ``gpuscope.sdpa_attention`` node
 forward, one backward, as FlashAttention/the memory-efficient kernel run it) is a GEMM-class
 kernel: its FLOPs are ``torch.utils.flop_counter``'s (backward includes the recomputed
 ``Q K^T``), a causal node's scaled by the fraction of score tiles the kernel visits
@@ -114,7 +114,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpuscope.devices import DeviceSpec
+from gpuscope.cluster.devices import DeviceSpec
 from gpuscope.emulator.graphcost import (  # noqa: F401  (re-exported)
     _CLASS_INDEX,
     _CUDNN_CLASSES,

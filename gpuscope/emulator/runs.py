@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 
 from gpuscope import __version__
-from gpuscope.devices import DeviceSpec
+from gpuscope.cluster.devices import DeviceSpec
 from gpuscope.emulator.params import EmulatorParams, default_params
 from gpuscope.emulator.perf import Estimate, GraphCost, estimate
 from gpuscope.emulator.traces import PERIOD_S, effective_period, synth_trace
 from gpuscope.graphs.opgraph import OpGraph
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling import Ledger, TraceMeta, write_trace
 
 GraphSource = Callable[[JobSpec], OpGraph]

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gpuscope.devices import DeviceSpec
+from gpuscope.cluster.devices import DeviceSpec
 from gpuscope.emulator.params import EmulatorParams
 from gpuscope.emulator.perf import Estimate
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 
 PERIOD_S: float = 1.0 / 6.0
 # Phase codes.
@@ -117,7 +117,7 @@ def synth_trace(
     """Samples (``t_s``, ``gpu_util``, ``gpu_mem_util``, ``gpu_mem``, ``cpu_util``) of the
     emulated run and its execution time in seconds. ``sensor_noise=False`` leaves out the
     Gaussian sensor noise (with ``iter_jitter`` and ``stall_rate_per_min`` at 0 in ``params``:
-    a noise-free trace, the reference of ``gpuscope.predictor.analytic_labels``, issue 13)."""
+    a noise-free trace, the reference of ``gpuscope.predictor.physics.analytic``, issue 13)."""
     rng = run_rng(seed, device.name, job.key)
     ph = phases(est, job, params, rng)
     period_s = effective_period(est, period_s, int(params.max_trace_samples))

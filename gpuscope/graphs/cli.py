@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpuscope.errors import InputError
-from gpuscope.io import check_output
-from gpuscope.jobargs import add_job_arguments, job_from_args
-from gpuscope.limits import check_memory, pos_int
+from gpuscope.core.errors import InputError
+from gpuscope.core.io import check_output
+from gpuscope.core.limits import check_memory, pos_int
+from gpuscope.jobs.args import add_job_arguments, job_from_args
 
 
 def register(subparsers: Any) -> None:
@@ -143,7 +143,7 @@ def _summary(a: argparse.Namespace) -> int:
     import pandas as pd
 
     from gpuscope.graphs import catalog_summary
-    from gpuscope.jobs import table_jobs
+    from gpuscope.jobs.spec import table_jobs
 
     if a.output:
         check_output(a.output, what="table")
@@ -165,7 +165,7 @@ def _summary(a: argparse.Namespace) -> int:
     with pd.option_context("display.max_rows", None, "display.width", 160):
         print(df.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     if a.output:
-        from gpuscope.io import write_table
+        from gpuscope.core.io import write_table
 
         write_table(df, a.output, what="table")
     return 0

@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from gpuscope.graphs.io import read_graph
+from gpuscope.graphs.files import read_graph
 from gpuscope.graphs.opgraph import OpGraph
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 
 
 def job_meta(job: JobSpec) -> dict[str, Any]:
@@ -71,7 +71,7 @@ def export_torch(job: JobSpec, device: str = "meta") -> OpGraph:
 
 
 def _trace(job: JobSpec, device: str, meta: dict[str, Any]) -> OpGraph:
-    from gpuscope.graphs.torch_frontend import trace_train_step
+    from gpuscope.graphs.frontends.torch import trace_train_step
     from gpuscope.workloads import build_workload
 
     if job.precision.startswith("amp-") and device == "meta":
@@ -91,8 +91,8 @@ def _trace(job: JobSpec, device: str, meta: dict[str, Any]) -> OpGraph:
 
 def _export_source(job: JobSpec, device: str, meta: dict[str, Any]) -> OpGraph:
     """Trace a ``module``/``hf`` job; a failure is bad input, named by the failing op."""
-    from gpuscope.errors import InputError
-    from gpuscope.graphs.torch_frontend import OpWatch
+    from gpuscope.core.errors import InputError
+    from gpuscope.graphs.frontends.torch import OpWatch
     from gpuscope.workloads import build_workload
 
     try:
@@ -125,8 +125,8 @@ def _export_source(job: JobSpec, device: str, meta: dict[str, Any]) -> OpGraph:
 
 def export_keras(job: JobSpec) -> OpGraph:
     """Training step of the Keras version of a catalog classifier (``keras_models``)."""
-    from gpuscope.graphs.keras_models import keras_model
-    from gpuscope.graphs.tf_frontend import keras_train_step_graph
+    from gpuscope.graphs.frontends.keras_models import keras_model
+    from gpuscope.graphs.frontends.tensorflow import keras_train_step_graph
 
     ds = job.dataset_spec
     model = keras_model(job.model, job.dataset)
@@ -159,7 +159,7 @@ def catalog_summary(jobs: Iterable[JobSpec], progress: bool = True) -> pd.DataFr
 
     jobs = list({j.graph_key: j for j in jobs}.values())
     if any(j.graph is None and j.framework == "pytorch" for j in jobs):
-        import gpuscope.graphs.torch_frontend  # noqa: F401  (import time is not export time)
+        import gpuscope.graphs.frontends.torch  # noqa: F401  (import time is not export time)
         import gpuscope.workloads  # noqa: F401
     rows = []
     for job in tqdm(jobs, desc="export graphs", disable=not progress, unit="graph"):

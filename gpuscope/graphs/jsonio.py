@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.graphs.opgraph import OP_CLASSES, PHASES, OpGraph, OpNode
 
 FORMAT = "gpuscope.opgraph/1"
@@ -82,7 +82,7 @@ def graph_from_dict(d: Any, source: str = "graph") -> OpGraph:
 
 def write_json(graph: OpGraph, path: str | Path) -> Path:
     """Write ``graph`` as JSON (gzip when the name ends in ``.gz``)."""
-    from gpuscope.io import atomic_write
+    from gpuscope.core.io import atomic_write
 
     path = Path(path)
     text = json.dumps(graph_to_dict(graph), separators=(",", ":"))

@@ -24,10 +24,10 @@ import pyarrow.parquet as pq
 import torch
 from torch_geometric.data import Data
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.graphs.jsonio import read_json, write_json
 from gpuscope.graphs.opgraph import OpGraph
-from gpuscope.jobs import JobSpec
+from gpuscope.jobs.spec import JobSpec
 
 _SCHEMA = pa.schema([
     ("graph_key", pa.string()), ("num_nodes", pa.int64()), ("num_features", pa.int64()),
@@ -51,7 +51,7 @@ def save_encoded(path: str | Path, mapping: Mapping[str, Data]) -> Path:
         rows["num_edges"].append(int(ei.shape[1]))
         rows["edge_index"].append(ei.reshape(-1))
     table = pa.table(rows, schema=_SCHEMA)
-    table = table.replace_schema_metadata({"gpuscope": "encoded graphs (gpuscope.graphs.encode)"})
+    table = table.replace_schema_metadata({"gpuscope": "encoded graphs (gpuscope.graphs.encoding)"})
     pq.write_table(table, path)
     return path
 
@@ -110,8 +110,8 @@ def digest_sources() -> list[Path]:
     names, so a module added later (as ``recurrent.py`` was) is covered without anyone
     remembering to list it; hashing a module the export does not use only costs a cold cache."""
     root = Path(__file__).resolve().parents[1]
-    return (sorted((root / "graphs").glob("*.py")) + sorted((root / "workloads").glob("*.py"))
-            + [root / "jobs.py", root / "jobcatalog.py", root / "dataspec.py"])
+    return (sorted((root / "graphs").rglob("*.py")) + sorted((root / "workloads").rglob("*.py"))
+            + [root / "jobs" / f for f in ("spec.py", "catalog.py", "datasets.py")])
 
 
 class GraphCache:

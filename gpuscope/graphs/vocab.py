@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.graphs.opgraph import OpGraph
 
 VOCAB_FORMAT = "gpuscope.opvocab/1"
@@ -74,7 +74,7 @@ class OpVocabulary:
 
     @classmethod
     def load(cls, path: str | Path) -> OpVocabulary:
-        from gpuscope.io import read_json
+        from gpuscope.core.io import read_json
 
         d = read_json(path, "vocabulary")
         if not isinstance(d, dict) or d.get("format") != VOCAB_FORMAT:

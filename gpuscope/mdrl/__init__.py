@@ -18,7 +18,7 @@ from gpuscope.mdrl.baselines import (
     run_episode,
 )
 from gpuscope.mdrl.env import EpisodeResult, PartitionEnv, gym_env
-from gpuscope.mdrl.sim import (
+from gpuscope.mdrl.simulate import (
     Episode,
     EpisodeSampler,
     Flavor,

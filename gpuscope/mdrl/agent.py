@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuscope.errors import CheckpointError
+from gpuscope.core.errors import CheckpointError
 
 CKPT_VERSION = 1
 

@@ -18,9 +18,9 @@ from typing import Protocol
 
 import numpy as np
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.mdrl.env import EpisodeResult, PartitionEnv
-from gpuscope.mdrl.sim import Episode
+from gpuscope.mdrl.simulate import Episode
 
 
 class Policy(Protocol):

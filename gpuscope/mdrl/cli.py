@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gpuscope.errors import InputError
-from gpuscope.io import check_output
-from gpuscope.limits import check_count, check_memory, pos_float, pos_int, unit_float
+from gpuscope.core.errors import InputError
+from gpuscope.core.io import check_output
+from gpuscope.core.limits import check_count, check_memory, pos_float, pos_int, unit_float
 
 #: Most jobs in one episode (the state, the queue and the simulator are per job; issue 18).
 MAX_EPISODE_JOBS: int = 10_000
@@ -56,8 +56,8 @@ def _check_jobs(args: argparse.Namespace) -> None:
 
 
 def _partitions(args: argparse.Namespace) -> tuple[Any, list[Any]]:
-    from gpuscope.clusters import load_cluster
-    from gpuscope.mdrl.sim import partition_from_cluster
+    from gpuscope.cluster.config import load_cluster
+    from gpuscope.mdrl.simulate import partition_from_cluster
 
     cl = load_cluster(args.cluster)
     names = [s.strip() for s in args.partitions.split(",") if s.strip()] or \
@@ -70,7 +70,7 @@ def _partitions(args: argparse.Namespace) -> tuple[Any, list[Any]]:
 def make_env(args: argparse.Namespace, part: Any) -> Any:
     """The partition environment the flags describe."""
     from gpuscope.mdrl.extensions import GavelEpisodes, TjngDurations
-    from gpuscope.mdrl.sim import DURATIONS, EpisodeSampler
+    from gpuscope.mdrl.simulate import DURATIONS, EpisodeSampler
     from gpuscope.mdrl.train import partition_env
 
     dur: Any
@@ -200,7 +200,7 @@ def _eval(args: argparse.Namespace) -> int:
 def _fig3(args: argparse.Namespace) -> int:
     from gpuscope.mdrl.baselines import FirstFit, Oracle, run_episode
     from gpuscope.mdrl.env import PartitionEnv
-    from gpuscope.mdrl.sim import EpisodeSampler, fig3_episode
+    from gpuscope.mdrl.simulate import EpisodeSampler, fig3_episode
 
     _, parts = _partitions(args)
     part = parts[0]
@@ -227,7 +227,7 @@ def _export(args: argparse.Namespace) -> int:
     from gpuscope.mdrl.agent import DQNAgent, DQNPolicy
     from gpuscope.mdrl.baselines import Oracle, make_baseline, run_episode
     from gpuscope.mdrl.export import make_plan, write_plan_files
-    from gpuscope.mdrl.sim import fig3_episode
+    from gpuscope.mdrl.simulate import fig3_episode
     from gpuscope.slurm.cli import time_scale
 
     check_output(args.out, [args.cluster, args.tjng, args.model_dir], kind="dir",

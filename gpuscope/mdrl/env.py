@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuscope.mdrl.sim import Episode, JobReq, Partition, utilisation
+from gpuscope.mdrl.simulate import Episode, JobReq, Partition, utilisation
 
 STATES: tuple[str, ...] = ("paper", "flavor", "full")
 REWARDS: tuple[str, ...] = ("paper", "terminal")
@@ -74,11 +74,11 @@ class PartitionEnv:
                  state: str = "flavor", terminal_bonus: float = 0.0,
                  reward: str = "paper", f_start: str = "ljf", mask: str = "paper") -> None:
         if reward not in REWARDS:
-            from gpuscope.errors import InputError
+            from gpuscope.core.errors import InputError
 
             raise InputError(f"unknown --reward {reward!r}; choose from {', '.join(REWARDS)}")
         if state not in STATES:
-            from gpuscope.errors import InputError
+            from gpuscope.core.errors import InputError
 
             raise InputError(f"unknown --state {state!r}; choose from {', '.join(STATES)}")
         self.part = part
@@ -87,12 +87,12 @@ class PartitionEnv:
         self.terminal_bonus = terminal_bonus
         self.reward_kind = reward
         if f_start not in F_STARTS:
-            from gpuscope.errors import InputError
+            from gpuscope.core.errors import InputError
 
             raise InputError(f"unknown --f-start {f_start!r}; choose from {', '.join(F_STARTS)}")
         self.f_start = f_start
         if mask not in MASKS:
-            from gpuscope.errors import InputError
+            from gpuscope.core.errors import InputError
 
             raise InputError(f"unknown --mask {mask!r}; choose from {', '.join(MASKS)}")
         self.mask_kind = mask

@@ -25,9 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from gpuscope.clusters import ClusterConfig
+from gpuscope.cluster.config import ClusterConfig
 from gpuscope.mdrl.env import EpisodeResult
-from gpuscope.mdrl.sim import Episode, Partition
+from gpuscope.mdrl.simulate import Episode, Partition
 
 PLAN_COLUMNS: tuple[str, ...] = ("job_id", "partition", "servers", "gpus", "cpus", "mem_gb",
                                  "time_limit_s", "start_order", "flavor", "gpu_type",

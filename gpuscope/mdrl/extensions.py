@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpuscope.errors import InputError
-from gpuscope.mdrl.sim import DurationFn, Episode, JobReq, Partition, limit_durations
+from gpuscope.core.errors import InputError
+from gpuscope.mdrl.simulate import DurationFn, Episode, JobReq, Partition, limit_durations
 
 
 @dataclass
@@ -45,7 +45,7 @@ class TjngDurations:
 
     @classmethod
     def from_file(cls, path: str | Path) -> TjngDurations:
-        from gpuscope.tjng import read_tjng
+        from gpuscope.core.tjng import read_tjng
 
         return cls(read_tjng(path))
 
@@ -73,7 +73,7 @@ class TjngDurations:
 
 def load_gavel_multi(path: str | Path | None = None) -> pd.DataFrame:
     """Multi-GPU jobs of a Gavel MSR trace: ``arrival_h, gpus, job_type`` (2/4/8/16 GPUs)."""
-    from gpuscope.external import gavel_dir, read_gavel_trace
+    from gpuscope.core.data import gavel_dir, read_gavel_trace
 
     p = Path(path) if path else gavel_dir() / "msr-traces-seed0" / "6c71a0.trace"
     tr = read_gavel_trace(p)

@@ -18,7 +18,7 @@ import pandas as pd
 from gpuscope.mdrl.agent import DQNAgent, DQNConfig, DQNPolicy
 from gpuscope.mdrl.baselines import Oracle, Policy, make_baseline, run_episode
 from gpuscope.mdrl.env import EpisodeResult, PartitionEnv
-from gpuscope.mdrl.sim import Episode, Partition
+from gpuscope.mdrl.simulate import Episode, Partition
 
 
 @dataclass

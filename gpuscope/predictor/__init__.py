@@ -1,58 +1,38 @@
-"""Predictor: Driple-style GNN (seed 001 §3.1, §4.3–4.4) with transfer learning, GBT baselines,
-checkpoints and batched inference.
+"""Predictor: a job's resource use and execution time on a GPU type, from its graph.
 
-Public API:
+Two kinds, one room:
 
-* ``DriplePredictorNet`` / ``ModelConfig``: GCN → shared GCN ×L + GRU → Set2Set → MLP (+ OOM);
-* ``load_dataset(path) -> PredictorData``; ``make_splits`` (random 60/20/20, family hold-out);
-* ``fit_predictor(data, TrainConfig(...), init_from=bundle)`` → ``FitResult`` (``.bundle``);
-* ``save_checkpoint`` / ``load_checkpoint`` (``CheckpointError`` on a bad file);
-* ``load_predictor(path, graphs=...) -> Predictor``; ``Predictor.predict(jobs) -> DataFrame``
-  (``job_id, device, <targets>, oom_prob``);
-* ``evaluate(bundle, data, baseline="gbt")``; ``GBTBaseline``;
-* ``fit_multidevice`` / ``leave_one_device_out`` (device spec as input, beyond the seed).
+* **physics** (the default of ``train``, ``predict``, ``evaluate``, ``allocate`` and the bundled
+  ``<device>.pt`` / ``multi.pt``): learnt corrections to the emulator's analytic estimate, per
+  target, with a domain guard (:mod:`gpuscope.predictor.physics`): ``FeatureBuilder``,
+  ``HybridModel``, ``load_physics``, ``fit_physics``, ``save_physics``, ``PhysicsPredictor``;
+* **gnn**: seed 001's Driple GNN with transfer learning (:mod:`gpuscope.predictor.gnn`,
+  ``--arch gnn``, the bundled ``*-driple.pt``): ``DriplePredictorNet``, ``fit_predictor``,
+  ``load_dataset``, ``GBTBaseline``.
 
-Physics-informed v2 (issue 13; the bundled ``<device>.pt`` and ``multi.pt``):
-
-* ``FeatureBuilder`` (emulator estimate + graph totals per (job, device)); ``load_physics``;
-* ``HybridModel`` (per-target corrections: analytic / GBT / MLP); ``fit_physics`` →
-  checkpoint dict, ``save_physics``; ``PhysicsPredictor.predict(jobs)`` with ``in_domain``,
-  ``domain_reason``, ``oom``; ``load_predictor`` opens either format;
-* ``run_ablation`` / ``family_split`` (leave-family-out, seeds, 95 % intervals);
-* ``build_corpus`` / ``architectures``; ``measured_curve`` (shrunk corrections of the emulator
-  on measured step times, Gavel and real H100: ``residual_tl``; the correctors in
-  ``correctors`` and ``breakdown_tl``).
+``load_predictor(path)`` opens either kind; ``run_ablation`` / ``family_split`` evaluate
+leave-family-out with seeds and 95 % intervals (:mod:`gpuscope.predictor.evaluation`).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from gpuscope.core.lazy import attach
 
-_WHERE: dict[str, str] = {
-    "GBTBaseline": "baselines",
-    "PredictorBundle": "checkpoint", "load_checkpoint": "checkpoint",
-    "save_checkpoint": "checkpoint",
-    "PredictorData": "data", "load_dataset": "data",
-    "evaluate": "evaluation",
-    "DriplePredictorNet": "model", "ModelConfig": "model",
-    "fit_multidevice": "multidevice", "leave_one_device_out": "multidevice",
-    "Predictor": "predict", "load_predictor": "predict",
-    "make_splits": "splits",
-    "FitResult": "train", "TrainConfig": "train", "fit_predictor": "train",
-    "FeatureBuilder": "physics", "HybridModel": "hybrid", "load_physics": "v2data",
-    "PhysicsData": "v2data", "PhysicsPredictor": "physpredict", "fit_physics": "physpredict",
-    "save_physics": "physpredict", "run_ablation": "v2eval", "family_split": "v2eval",
-    "build_corpus": "corpus", "architectures": "corpus", "measured_curve": "residual_tl",
-}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'gpuscope.predictor' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"gpuscope.predictor.{_WHERE[name]}"), name)
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "FeatureBuilder": ".physics.features", "HybridModel": ".physics.hybrid",
+    "load_physics": ".physics.dataset", "PhysicsData": ".physics.dataset",
+    "PhysicsPredictor": ".physics.model", "fit_physics": ".physics.model",
+    "save_physics": ".physics.model", "build_corpus": ".physics.corpus",
+    "architectures": ".physics.corpus",
+    "run_ablation": ".evaluation", "family_split": ".evaluation",
+    "Predictor": ".gnn.predict", "load_predictor": ".gnn.predict",
+    "GBTBaseline": ".gnn.baselines",
+    "PredictorBundle": ".gnn.checkpoint", "load_checkpoint": ".gnn.checkpoint",
+    "save_checkpoint": ".gnn.checkpoint",
+    "PredictorData": ".gnn.data", "load_dataset": ".gnn.data",
+    "evaluate": ".gnn.evaluation",
+    "DriplePredictorNet": ".gnn.model", "ModelConfig": ".gnn.model",
+    "fit_multidevice": ".gnn.multidevice", "leave_one_device_out": ".gnn.multidevice",
+    "make_splits": ".gnn.splits",
+    "FitResult": ".gnn.train", "TrainConfig": ".gnn.train", "fit_predictor": ".gnn.train",
+})

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuscope.errors import InputError
-from gpuscope.io import check_input_file, check_output, write_table
-from gpuscope.limits import check_count, check_memory, fraction, pos_float, pos_int
+from gpuscope.core.errors import InputError
+from gpuscope.core.io import check_input_file, check_output, write_table
+from gpuscope.core.limits import check_count, check_memory, fraction, pos_float, pos_int
 
 #: Most size variants per Hugging Face family and configurations per architecture (corpus).
 MAX_CORPUS_VARIANTS: int = 10_000
@@ -151,8 +151,8 @@ def _train(a: argparse.Namespace) -> int:
 
 
 def _train_physics(a: argparse.Namespace) -> int:
-    from gpuscope.predictor.physpredict import fit_physics, save_physics
-    from gpuscope.predictor.v2data import load_physics
+    from gpuscope.predictor.physics.dataset import load_physics
+    from gpuscope.predictor.physics.model import fit_physics, save_physics
 
     if a.kinds not in ("auto", "gbt", "mlp", "analytic"):
         raise InputError(f"unknown --kinds {a.kinds!r}; expected auto, gbt, mlp or analytic")
@@ -177,9 +177,9 @@ def _train_physics(a: argparse.Namespace) -> int:
 
 
 def _train_gnn(a: argparse.Namespace) -> int:
-    from gpuscope.predictor.checkpoint import load_checkpoint, save_checkpoint
-    from gpuscope.predictor.data import load_dataset
-    from gpuscope.predictor.train import TrainConfig, fit_predictor
+    from gpuscope.predictor.gnn.checkpoint import load_checkpoint, save_checkpoint
+    from gpuscope.predictor.gnn.data import load_dataset
+    from gpuscope.predictor.gnn.train import TrainConfig, fit_predictor
 
     for name in ("epochs", "batch_size", "lr", "hidden", "fraction"):
         _positive(name.replace("_", "-"), getattr(a, name))
@@ -206,7 +206,7 @@ def _train_gnn(a: argparse.Namespace) -> int:
 def _evaluate(a: argparse.Namespace) -> int:
     if a.output:
         check_output(a.output, [a.dataset, a.model], what="table")
-    from gpuscope.predictor.physpredict import FORMAT_VERSION, read_checkpoint_dict
+    from gpuscope.predictor.physics.model import FORMAT_VERSION, read_checkpoint_dict
 
     if read_checkpoint_dict(a.model).get("format_version") == FORMAT_VERSION:
         return _evaluate_physics(a)
@@ -217,9 +217,9 @@ def _evaluate_physics(a: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
 
-    from gpuscope.predictor.physpredict import PhysicsPredictor, read_checkpoint_dict
-    from gpuscope.predictor.v2data import load_physics
-    from gpuscope.predictor.v2eval import score_targets
+    from gpuscope.predictor.evaluation import score_targets
+    from gpuscope.predictor.physics.dataset import load_physics
+    from gpuscope.predictor.physics.model import PhysicsPredictor, read_checkpoint_dict
 
     ck = read_checkpoint_dict(a.model)
     data = load_physics([a.dataset], progress=not a.quiet)
@@ -255,10 +255,10 @@ def _evaluate_physics(a: argparse.Namespace) -> int:
 
 
 def _evaluate_gnn(a: argparse.Namespace) -> int:
-    from gpuscope.predictor.checkpoint import load_checkpoint
-    from gpuscope.predictor.data import load_dataset
-    from gpuscope.predictor.evaluation import evaluate
-    from gpuscope.predictor.metrics import format_table
+    from gpuscope.predictor.gnn.checkpoint import load_checkpoint
+    from gpuscope.predictor.gnn.data import load_dataset
+    from gpuscope.predictor.gnn.evaluation import evaluate
+    from gpuscope.predictor.gnn.metrics import format_table
 
     bundle = load_checkpoint(a.model)
     if bundle.config.device_dim:
@@ -276,15 +276,15 @@ def _evaluate_gnn(a: argparse.Namespace) -> int:
 
 
 def _predict(a: argparse.Namespace) -> int:
-    from gpuscope.predictor.physpredict import domain_warning
-    from gpuscope.predictor.predict import load_predictor
-    from gpuscope.queues import read_queue
+    from gpuscope.jobs.queue import read_queue
+    from gpuscope.predictor.gnn.predict import load_predictor
+    from gpuscope.predictor.physics.model import domain_warning
 
     if a.workers < 0:
         raise InputError(f"--workers must be >= 0 (0 = one per core), got {a.workers}")
     check_output(a.output, [a.jobs, a.model, a.graphs], what="predictions")
     if a.graphs is not None:  # a typo or a corrupt file fails here, whatever the checkpoint
-        from gpuscope.io import read_parquet
+        from gpuscope.core.io import read_parquet
 
         gp = Path(a.graphs)
         read_parquet(gp / "graphs.parquet" if gp.is_dir() else gp, "encoded graphs")
@@ -310,8 +310,8 @@ def _predict(a: argparse.Namespace) -> int:
 
 
 def _corpus(a: argparse.Namespace) -> int:
-    from gpuscope.devices import load_catalog, parse_device_list
-    from gpuscope.predictor.corpus import architectures, build_corpus
+    from gpuscope.cluster.devices import load_catalog, parse_device_list
+    from gpuscope.predictor.physics.corpus import architectures, build_corpus
 
     devs = list(load_catalog()) if a.devices == "all" else \
         [d.name for d in parse_device_list(a.devices)]
@@ -332,8 +332,8 @@ def _corpus(a: argparse.Namespace) -> int:
 def _ablation(a: argparse.Namespace) -> int:
     import pandas as pd
 
-    from gpuscope.predictor.v2data import load_physics
-    from gpuscope.predictor.v2eval import run_ablation, summarise
+    from gpuscope.predictor.evaluation import run_ablation, summarise
+    from gpuscope.predictor.physics.dataset import load_physics
 
     try:
         seeds = tuple(int(x) for x in a.seeds.split(",") if x.strip())

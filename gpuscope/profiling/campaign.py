@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling.ledger import Ledger, campaign_lock
 from gpuscope.profiling.runner import RunOptions, run_job
 from gpuscope.profiling.trace import DEFAULT_PERIOD_S, TraceMeta

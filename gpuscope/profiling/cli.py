@@ -9,9 +9,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from gpuscope.errors import InputError
-from gpuscope.io import check_output, write_table
-from gpuscope.limits import pos_float, pos_int
+from gpuscope.core.errors import InputError
+from gpuscope.core.io import check_output, write_table
+from gpuscope.core.limits import pos_float, pos_int
 
 _DEVICE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -113,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
     check_output(args.out or Path("runs") / args.device_name, [args.campaign], kind="dir",
                  what="runs folder")
     if args.backend == "ray" and args.ray_address:
-        from gpuscope.profiling.ray_backend import check_ray_address
+        from gpuscope.profiling.backends.ray import check_ray_address
 
         check_ray_address(args.ray_address)  # one line within seconds, not a minutes-long hang
     campaign = load_campaign(args.campaign)
@@ -131,13 +131,13 @@ def _run(args: argparse.Namespace) -> int:
         counts = run_campaign(campaign, out, opts, args.max_runs, progress=not args.quiet,
                               retry_errors=args.retry_errors)
     else:
-        from gpuscope.profiling.ray_backend import run_campaign_ray
+        from gpuscope.profiling.backends.ray import run_campaign_ray
 
         gpus = args.gpus
         if gpus is None:
             gpus = (1 if args.backend == "slurm" else _nvml_count()) if opts.use_nvml else 0
         if args.backend == "ray":  # connect before the runs folder is created
-            from gpuscope.profiling.ray_backend import connect_ray
+            from gpuscope.profiling.backends.ray import connect_ray
 
             connect_ray(args.ray_address, gpus, opts.device_name)
         with campaign_lock(out):
@@ -145,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
                         provenance="measured") as ledger:
                 todo = pending_jobs(campaign, ledger, args.max_runs, args.retry_errors)
             if args.backend == "slurm":  # one sbatch per run on a node of this GPU type
-                from gpuscope.profiling.slurm_backend import run_campaign_slurm
+                from gpuscope.profiling.backends.slurm import run_campaign_slurm
 
                 counts = run_campaign_slurm(
                     todo, out, opts, gpus=gpus, partition=args.slurm_partition,

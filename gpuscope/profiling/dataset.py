@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling.labeling import label_trace, labels_frame
 from gpuscope.profiling.ledger import trace_paths
 from gpuscope.profiling.runner import HOST_BUSY_FRAC

@@ -23,7 +23,7 @@ Per resource r present in the trace:
     burst; two centres less than ``MIN_GAP_FRACTION`` of capacity apart are one level);
   - ``median`` (seed 001 §2.3: "burst time is the upper half of the median");
 
-  the same rule for measured and emulated traces (``gpuscope.predictor.analytic_labels``
+  the same rule for measured and emulated traces (``gpuscope.predictor.physics.analytic``
   mirrors ``peakband`` and ``kmeans`` in closed form);
 * ``r_burst_s`` / ``r_idle_s`` = mean length in seconds of the contiguous runs of burst / idle
   samples (run-length encoding in numpy; a sample lasts until the next one, the last one a
@@ -53,11 +53,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import TABLE3_CNNS, TABLE3_GENERATIVE
+from gpuscope.core.errors import InputError
+from gpuscope.core.targets import PEAK_FRACTION, PEAK_QUANTILE, RESOURCES, TARGETS, capacity
+from gpuscope.jobs.spec import TABLE3_CNNS, TABLE3_GENERATIVE
 from gpuscope.profiling.ledger import job_graph_key, trace_paths
 from gpuscope.profiling.trace import TraceMeta, read_trace
-from gpuscope.resources import PEAK_FRACTION, PEAK_QUANTILE, RESOURCES, TARGETS, capacity
 
 METHODS: tuple[str, ...] = ("peakband", "kmeans", "median")
 #: The labeler's default burst/idle rule (module docstring; the paper-literal one is kmeans).
@@ -336,7 +336,7 @@ def label_runs(runs_dir: str | Path, method: str = DEFAULT_METHOD,
     ``progress``: a bar on a terminal past 2 s."""
     from tqdm import tqdm
 
-    from gpuscope.provenance import check_labels
+    from gpuscope.core.provenance import check_labels
 
     rows = []
     for tp in tqdm(trace_paths(runs_dir), desc="label", unit="run", delay=2.0,

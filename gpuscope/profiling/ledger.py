@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling.trace import TraceMeta
 
 _SCHEMA = """

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gpuscope.core.targets import PEAK_FRACTION, RESOURCES, UNITS, capacity
 from gpuscope.profiling.labeling import (
     DEFAULT_METHOD,
     PEAK_BAND,
@@ -16,7 +17,6 @@ from gpuscope.profiling.labeling import (
     steady_state_mask,
 )
 from gpuscope.profiling.trace import TraceMeta
-from gpuscope.resources import PEAK_FRACTION, RESOURCES, UNITS, capacity
 
 PANEL_RESOURCES: tuple[str, ...] = (*RESOURCES, "proc_cpu_util")
 TITLES: dict[str, str] = {

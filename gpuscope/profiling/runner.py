@@ -34,9 +34,9 @@ from typing import Any
 
 import psutil
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
-from gpuscope.profiling.env import device_identity, host_name, versions
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import JobSpec
+from gpuscope.profiling.host import device_identity, host_name, versions
 from gpuscope.profiling.samplers import Sampler
 from gpuscope.profiling.trace import DEFAULT_PERIOD_S, TraceMeta, write_trace
 

@@ -21,8 +21,8 @@ from typing import Any
 import pandas as pd
 import psutil
 
+from gpuscope.core.targets import GPU_RESOURCES
 from gpuscope.profiling.trace import DEFAULT_PERIOD_S
-from gpuscope.resources import GPU_RESOURCES
 
 _MB = 1024.0 * 1024.0
 #: The process tree is re-listed at most this often (listing children scans /proc).

@@ -20,9 +20,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
-from gpuscope.resources import PROVENANCES, RESOURCES, STATUSES
+from gpuscope.core.errors import InputError
+from gpuscope.core.targets import PROVENANCES, RESOURCES, STATUSES
+from gpuscope.jobs.spec import JobSpec
 
 META_KEY = b"gpuscope"
 #: Columns a trace may hold, in order: time, the four resources, the job's own CPU share.

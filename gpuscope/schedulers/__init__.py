@@ -1,7 +1,7 @@
 """Cost-based online schedulers over t_jng tables: FIFO, EDF, PS, Greedy, Randomized Greedy
 (seed 000 Alg. 1, seed 002 Alg. 1) and Path Relinking (seed 002 Alg. 2), an online simulator
 with preemption and migration, an instance generator (seed 002 §4.1) and the reference
-scheduler's folder format (``gpuscope.tjng``).
+scheduler's folder format (``gpuscope.core.tjng``).
 """
 
 from gpuscope.schedulers.methods import (

@@ -11,9 +11,9 @@ import argparse
 import sys
 from dataclasses import replace
 
-from gpuscope.errors import InputError
-from gpuscope.io import check_output
-from gpuscope.limits import pos_float_or_inf, pos_int
+from gpuscope.core.errors import InputError
+from gpuscope.core.io import check_output
+from gpuscope.core.limits import pos_float_or_inf, pos_int
 
 
 def _run(args: argparse.Namespace) -> int:

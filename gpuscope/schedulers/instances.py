@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpuscope.errors import InputError
-from gpuscope.external import data_dir
-from gpuscope.limits import check_memory
+from gpuscope.core.data import data_dir
+from gpuscope.core.errors import InputError
+from gpuscope.core.limits import check_memory
+from gpuscope.core.tjng import Instance, read_tjng, tjng_to_instance, validate_tjng
 from gpuscope.schedulers.model import Params, Problem, compile_instance
-from gpuscope.tjng import Instance, read_tjng, tjng_to_instance, validate_tjng
 
 SOURCES: tuple[str, ...] = ("alexnet", "andreas", "gavel")
 ARRIVALS: tuple[str, ...] = ("exponential", "high", "low", "mixed")

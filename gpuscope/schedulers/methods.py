@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.schedulers.fastgreedy import greedy_decision, postprocess_fast
 from gpuscope.schedulers.greedy import construct
 from gpuscope.schedulers.model import Problem

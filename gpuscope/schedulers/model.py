@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpuscope.errors import InputError
-from gpuscope.tjng import Instance, read_instance, write_instance
+from gpuscope.core.errors import InputError
+from gpuscope.core.tjng import Instance, read_instance, write_instance
 
 COST_MODELS: tuple[str, ...] = ("vm", "per_gpu_count")
 #: Node placement rules: ``largest`` (the reference scheduler's: a new node is the largest VM
@@ -147,7 +147,7 @@ class Problem:
 def compile_instance(
     inst: Instance, params: Params | None = None, node_types: list[str] | None = None
 ) -> Problem:
-    """Compile an :class:`~gpuscope.tjng.Instance` into arrays.
+    """Compile an :class:`~gpuscope.core.tjng.Instance` into arrays.
 
     ``node_types`` fixes each node's VM type (ANDREAS); with ``cost_model="per_gpu_count"`` the
     times table's ``cost`` of row (v, g) is the hourly cost of a type-v node with g busy GPUs.

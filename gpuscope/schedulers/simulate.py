@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.schedulers.model import Problem
 from gpuscope.schedulers.step import StepState, node_types
 

@@ -1,6 +1,6 @@
 """gpuscope's cluster engine: plans and profiling campaigns run on a real Slurm (issue 17).
 
-Base-level room: imports only ``gpuscope.errors``, ``jobs``, ``devices``, ``clusters`` and
+Base-level room: imports only ``gpuscope.core.errors``, ``jobs``, ``devices``, ``clusters`` and
 ``paths``, never a stage, so the allocator, mdrl and profiling CLIs can call it lazily.
 
 * :func:`up` / :func:`down`: a throwaway one-machine Slurm built from a cluster file
@@ -15,17 +15,12 @@ Names are imported on first use so that ``gpuscope --help`` does not load them.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from gpuscope.core.lazy import attach
 
-_API = {"ClusterState": "daemons", "up": "daemons", "down": "daemons",
-        "prereq_problem": "daemons", "running_state": "daemons", "SlurmError": "errors",
-        "submit": "submit", "submit_plan": "submit", "collect": "collect",
-        "gpu_overcommit": "collect"}
-__all__ = sorted(_API)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _API:
-        return getattr(importlib.import_module(f"gpuscope.slurm.{_API[name]}"), name)
-    raise AttributeError(f"module 'gpuscope.slurm' has no attribute {name!r}")
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "ClusterState": ".daemons", "up": ".daemons", "down": ".daemons",
+    "prereq_problem": ".daemons", "running_state": ".daemons",
+    "SlurmError": "gpuscope.core.errors",
+    "submit": ".submit", "submit_plan": ".submit", "collect": ".collect",
+    "gpu_overcommit": ".collect",
+})

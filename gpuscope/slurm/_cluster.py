@@ -1,6 +1,6 @@
-"""Load a cluster file (the ``gpuscope.clusters`` contract) and map GPU instances to nodes.
+"""Load a cluster file (the ``gpuscope.cluster.config`` contract) and map GPU instances to nodes.
 
-The allocator numbers the GPUs of one type ``type#0, type#1, …`` (``gpuscope.allocator.cluster``);
+The allocator numbers the GPUs of one type ``type#0, type#1, …`` (``gpuscope.cluster.counts``);
 on a cluster file those GPUs live on servers. :func:`instance_node` maps instance ``i`` of a type
 to the server that holds it, filling the servers of that type in file order (server 1 holds
 instances ``0 … gpus₁−1``, server 2 the next ``gpus₂``, …), which is how ``allocate --cluster
@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuscope.clusters import ClusterConfig, ServerSpec, load_cluster
-from gpuscope.errors import InputError
+from gpuscope.cluster.config import ClusterConfig, ServerSpec, load_cluster
+from gpuscope.core.errors import InputError
 
 #: Slurm node and partition names: letters, digits, ``-``, ``_``, ``.``.
 _SLURM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")

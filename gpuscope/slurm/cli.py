@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuscope.errors import InputError
-from gpuscope.limits import pos_float
+from gpuscope.core.errors import InputError
+from gpuscope.core.limits import pos_float
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,7 +92,7 @@ def time_scale(text: str) -> float | str:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from gpuscope.clusters import load_cluster
+    from gpuscope.cluster.config import load_cluster
     from gpuscope.slurm.daemons import up
 
     load_cluster(args.cluster)  # a bad cluster file is named before the Slurm packages are
@@ -121,8 +121,8 @@ def _sinfo(st: ClusterState) -> str:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from gpuscope.core.errors import SlurmError
     from gpuscope.slurm.daemons import running_state
-    from gpuscope.slurm.errors import SlurmError
 
     st = running_state(args.state_dir)
     if st is None:
@@ -132,7 +132,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from gpuscope.io import check_output
+    from gpuscope.core.io import check_output
     from gpuscope.slurm.submit import submit
 
     check_output(args.out, [args.plan, args.jobs, args.cluster], kind="dir",
@@ -140,7 +140,7 @@ def _submit(args: argparse.Namespace) -> int:
     time_scale(args.time_scale)
     jobs = None
     if args.jobs:
-        from gpuscope.queues import read_queue
+        from gpuscope.jobs.queue import read_queue
 
         jobs = {str(j.job_id): j for j in read_queue(args.jobs)}
     sub, meta = submit(args.plan, args.out, cluster=args.cluster, state_dir=args.state_dir,

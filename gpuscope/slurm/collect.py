@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 from gpuscope.slurm.submit import LOG_TAG, SUBMISSION, node_list
 
 _KV = re.compile(r"(\w+)=(\S*)")
@@ -357,7 +357,7 @@ def collect(out: str | Path, env: Mapping[str, str] | None = None, wait: bool = 
     act = actual_table(meta, sub, out, env)
     cmp = compare(sub, act, float(meta["time_scale"]))
     if node_gpus is None and meta.get("cluster_file") and Path(meta["cluster_file"]).is_file():
-        from gpuscope.clusters import load_cluster
+        from gpuscope.cluster.config import load_cluster
 
         node_gpus = {s.name: s.gpus for s in load_cluster(meta["cluster_file"]).servers}
     viol = gpu_overcommit(act, node_gpus) if node_gpus is not None else []

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuscope.clusters import ClusterConfig
+from gpuscope.cluster.config import ClusterConfig
 
 
 @dataclass(frozen=True)

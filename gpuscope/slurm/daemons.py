@@ -26,9 +26,9 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
+from gpuscope.core.errors import SlurmError
 from gpuscope.slurm._cluster import load
 from gpuscope.slurm.config import Layout, gres_conf, slurm_conf
-from gpuscope.slurm.errors import SlurmError
 from gpuscope.slurm.procs import (  # noqa: F401  (re-exported: alive, free_ports, MARKER)
     MARKER,
     alive,

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gpuscope.slurm.errors import SlurmError
+from gpuscope.core.errors import SlurmError
 
 MARKER = "GPUSCOPE_SLURM_STATE"
 

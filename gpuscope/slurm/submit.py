@@ -36,11 +36,10 @@ from typing import Any
 
 import pandas as pd
 
-from gpuscope.clusters import ClusterConfig
-from gpuscope.errors import InputError
-from gpuscope.jobs import JobSpec
+from gpuscope.cluster.config import ClusterConfig
+from gpuscope.core.errors import InputError, SlurmError
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.slurm._cluster import instance_node, server
-from gpuscope.slurm.errors import SlurmError
 
 SUBMISSION = "slurm_submission.json"
 #: Planned makespan that ``time_scale="auto"`` maps a dry run onto (seconds of wall time).

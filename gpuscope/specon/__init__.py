@@ -5,7 +5,7 @@ from gpuscope.specon.losscurve import LossCurve, fit, preset
 from gpuscope.specon.monitor import Category, Container, monitor_tick
 from gpuscope.specon.scheduler import Decision, reallocate, reallocate_srpt, rebalance
 from gpuscope.specon.sharing import SharingModel
-from gpuscope.specon.sim import SimConfig, SimResult, run_policies, simulate
+from gpuscope.specon.simulate import SimConfig, SimResult, run_policies, simulate
 
 __all__ = ["Category", "Container", "Decision", "LossCurve", "SharingModel", "SimConfig",
            "SimResult", "fit", "monitor_tick", "preset", "reallocate", "reallocate_srpt",

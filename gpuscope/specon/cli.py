@@ -15,12 +15,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuscope.errors import InputError
-from gpuscope.io import check_output
-from gpuscope.limits import check_count, pos_float, pos_int
+from gpuscope.core.errors import InputError
+from gpuscope.core.io import check_output
+from gpuscope.core.limits import check_count, pos_float, pos_int
 
 if TYPE_CHECKING:  # the simulator loads only when a subcommand runs
-    from gpuscope.specon.sim import SimConfig
+    from gpuscope.specon.simulate import SimConfig
     from gpuscope.specon.traces import JobSpecS
 
 #: Most simulated workers (GPUs); the paper runs 4 or 8 (issue 18: no size exhausts memory).
@@ -60,7 +60,7 @@ def add_sim_args(p: argparse.ArgumentParser) -> None:
 
 def config_from(args: argparse.Namespace) -> tuple[list[JobSpecS], SimConfig]:
     from gpuscope.specon.sharing import SharingModel
-    from gpuscope.specon.sim import SimConfig
+    from gpuscope.specon.simulate import SimConfig
     from gpuscope.specon.traces import make_trace
 
     jobs, workers = make_trace(args.workload, args.seed)
@@ -92,7 +92,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from gpuscope.specon.report import compare, format_table, plot_timeline, write_outputs
-    from gpuscope.specon.sim import run_policies
+    from gpuscope.specon.simulate import run_policies
 
     if args.output:
         check_output(args.output, kind="dir", what="output folder")
@@ -127,7 +127,7 @@ def _export(args: argparse.Namespace) -> int:
         jobs_rows, decisions = load_sim_dir(Path(args.source), args.policy)
     else:
         from gpuscope.specon.report import decisions_csv, jobs_csv
-        from gpuscope.specon.sim import run_policies
+        from gpuscope.specon.simulate import run_policies
 
         jobs, cfg = config_from(args)
         res = run_policies(jobs, cfg, (args.policy,))[args.policy]

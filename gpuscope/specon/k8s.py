@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 
 MOUNT = "/mnt/linuxidc"
 NAMESPACE = "default"

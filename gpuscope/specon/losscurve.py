@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 
 
 def r_from_f20(f20: float) -> float:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuscope.specon.sim import SimResult
+from gpuscope.specon.simulate import SimResult
 
 
 @dataclass(frozen=True)

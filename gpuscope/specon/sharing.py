@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from gpuscope.errors import InputError
-from gpuscope.external import gavel_dir
+from gpuscope.core.data import gavel_dir
+from gpuscope.core.errors import InputError
 
 SHARINGS: tuple[str, ...] = ("ps", "power", "measured-pairs")
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 
 MODELS: tuple[str, ...] = ("vae", "rnn", "birnn", "gru", "dynamic_rnn")
 PLATFORMS: tuple[str, ...] = ("pytorch", "tensorflow")
@@ -89,7 +89,7 @@ def calibrate_scale(name: str, target_s: float, seeds: range = range(20), lo: fl
                     hi: float = 2000.0, tol_s: float = 0.5) -> float:
     """The SCALE for ``name`` at which DS's average JCT, averaged over ``seeds`` under ``ps``,
     equals ``target_s`` (bisection; DS's JCTs grow monotonically with job length)."""
-    from gpuscope.specon.sim import SimConfig, simulate
+    from gpuscope.specon.simulate import SimConfig, simulate
 
     def mean_jct(scale: float) -> float:
         vals = []

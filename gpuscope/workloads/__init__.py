@@ -5,43 +5,16 @@ Public API (docs/design.md "Workloads"): ``build_workload(job, device) -> Worklo
 ``build_model(model, dataset)``; ``param_count``; the ``CATALOG``.
 The run entry point is ``python -m gpuscope.workloads.run``.
 
-Names are imported lazily (PEP 562) so that ``gpuscope --help``, which imports
+Names are imported lazily (:mod:`gpuscope.core.lazy`) so that ``gpuscope --help``, which imports
 ``gpuscope.workloads.cli``, does not import torch.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from gpuscope.core.lazy import attach
 
-if TYPE_CHECKING:
-    from gpuscope.workloads.catalog import CATALOG, KINDS, CatalogEntry, build_model
-    from gpuscope.workloads.workload import (
-        Workload,
-        build_workload,
-        make_optimizer,
-        param_count,
-    )
-
-_EXPORTS: dict[str, str] = {
-    "CATALOG": "catalog", "KINDS": "catalog", "CatalogEntry": "catalog",
-    "build_model": "catalog", "Workload": "workload", "build_workload": "workload",
-    "make_optimizer": "workload", "param_count": "workload",
-}
-
-__all__ = [
-    "CATALOG",
-    "KINDS",
-    "CatalogEntry",
-    "Workload",
-    "build_model",
-    "build_workload",
-    "make_optimizer",
-    "param_count",
-]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"gpuscope.workloads.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module 'gpuscope.workloads' has no attribute {name!r}")
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "CATALOG": ".catalog", "KINDS": ".catalog", "CatalogEntry": ".catalog",
+    "build_model": ".catalog", "Workload": ".workload", "build_workload": ".workload",
+    "make_optimizer": ".workload", "param_count": ".workload",
+})

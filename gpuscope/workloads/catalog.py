@@ -8,17 +8,23 @@ from functools import partial
 
 from torch import nn
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import MODEL_ANY_KIND, MODEL_DATASETS, DatasetSpec, model_params, parse_dataset
-from gpuscope.workloads import models_basic as mb
-from gpuscope.workloads import models_gavel as mg
-from gpuscope.workloads import models_llm as ml
-from gpuscope.workloads import models_resnet as mr
-from gpuscope.workloads import models_rnn as mrnn
-from gpuscope.workloads import models_transformer as mt
-from gpuscope.workloads.models_generative import generative
-from gpuscope.workloads.models_inception import googlenet, inception3
-from gpuscope.workloads.models_inception4 import inception4
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import (
+    MODEL_ANY_KIND,
+    MODEL_DATASETS,
+    DatasetSpec,
+    model_params,
+    parse_dataset,
+)
+from gpuscope.workloads.models import basic as mb
+from gpuscope.workloads.models import gavel as mg
+from gpuscope.workloads.models import llm as ml
+from gpuscope.workloads.models import resnet as mr
+from gpuscope.workloads.models import rnn as mrnn
+from gpuscope.workloads.models import transformer as mt
+from gpuscope.workloads.models.generative import generative
+from gpuscope.workloads.models.inception import googlenet, inception3
+from gpuscope.workloads.models.inception4 import inception4
 
 #: How a model is trained: a classifier (cross-entropy), a GAN (conditional or not), a VAE, a
 #: language model (per-token cross-entropy) or a seq2seq model (source + target tokens).
@@ -119,7 +125,7 @@ CATALOG: dict[str, CatalogEntry] = {
                      "Vaswani et al. 2017 base, as Gavel runs it (jadore801120)", True),
         CatalogEntry("llama", "lm", _llama,
                      "Touvron et al. 2023; default TinyLlama-1.1B", True),
-        # seed 004 (SpeCon) Table II, after TensorFlow-Examples; see models_rnn.py
+        # seed 004 (SpeCon) Table II, after TensorFlow-Examples; see models/rnn.py
         CatalogEntry("rnn", "classifier", mrnn.rnn, "TensorFlow-Examples recurrent_network (LSTM)"),
         CatalogEntry("birnn", "classifier", mrnn.birnn, "TensorFlow-Examples bidirectional_rnn"),
         CatalogEntry("gru", "classifier", mrnn.gru, "TensorFlow-Examples RNN with a GRU cell"),

@@ -16,7 +16,7 @@ def catalog_rows() -> list[dict[str, Any]]:
     """
     import torch
 
-    from gpuscope.jobs import MODEL_DATASETS, MODEL_FAMILY
+    from gpuscope.jobs.spec import MODEL_DATASETS, MODEL_FAMILY
     from gpuscope.workloads.catalog import CATALOG, build_model
 
     rows = []
@@ -71,8 +71,8 @@ def pipeline_ms_per_sample(dataset: str, target: str, samples: int, seed: int = 
 
 
 def _pipeline(args: argparse.Namespace) -> int:
-    from gpuscope.errors import InputError
-    from gpuscope.jobs import DATASETS
+    from gpuscope.core.errors import InputError
+    from gpuscope.jobs.spec import DATASETS
     from gpuscope.workloads.data import STORED_SIDE
 
     if args.samples <= 0:

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, RandomSampler
 
-from gpuscope.jobs import DATASETS, DatasetSpec
+from gpuscope.jobs.spec import DATASETS, DatasetSpec
 
 #: Stored (decoded) image side per dataset, before cropping.
 STORED_SIDE: dict[str, int] = {"imagenet": 288, "cifar10": 32, "mnist": 28}

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gpuscope.errors import InputError
+from gpuscope.core.errors import InputError
 
 REAL_DATASETS: tuple[str, ...] = ("digits",)
 #: Dataset kinds / names the digits can stand in for.

@@ -191,8 +191,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from gpuscope.errors import InputError
-    from gpuscope.jobs import JobSpec
+    from gpuscope.core.errors import InputError
+    from gpuscope.jobs.spec import JobSpec
 
     try:
         job = JobSpec.from_json_file(args.job)

@@ -32,8 +32,8 @@ import torch
 from torch import nn
 from torch._subclasses.fake_tensor import DataDependentOutputException, unset_fake_temporarily
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import DatasetSpec, JobSpec, module_file, parse_dataset, shape_dataset
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import DatasetSpec, JobSpec, module_file, parse_dataset, shape_dataset
 
 # -- user modules --------------------------------------------------------------------------------
 

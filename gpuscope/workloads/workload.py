@@ -20,10 +20,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gpuscope.errors import InputError
-from gpuscope.jobs import OPTIMIZERS, JobSpec, model_params
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import OPTIMIZERS, JobSpec, model_params
 from gpuscope.workloads.catalog import CATALOG, build_model
-from gpuscope.workloads.models_generative import NOISE_DIM
+from gpuscope.workloads.models.generative import NOISE_DIM
 
 #: Optimizer hyperparameters: SGD with momentum 0.9; Adam with its defaults, except for GANs,
 #: which use Radford et al.'s (2016) lr 2e-4, beta1 0.5; AdamW with weight decay 0.01

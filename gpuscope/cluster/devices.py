@@ -1,0 +1,187 @@
+"""The device catalog: ``DeviceSpec`` and ``datasets/devices.toml`` (design.md, Import order).
+
+A device is one GPU as a cloud VM or a workstation exposes it (a K80 or M60 board holds two
+dies; the catalog lists one die, as Azure NC6/NV6 expose it) together with the host that feeds
+it: the emulator needs the GPU's peak FLOP/s, memory size and bandwidth, and the host's cores
+and single-core speed (seed 001 Table 5 and Table 1's CPU bottleneck); the cost-based schedulers
+(seeds 000, 002) need the price per hour and the power draw. Every figure in the TOML names its
+source. This is a base module: no torch, importable by every stage.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from gpuscope.core.data import bundled
+from gpuscope.core.errors import InputError
+
+#: Default catalog file; ``GPUSCOPE_DEVICES`` overrides it.
+DEFAULT_CATALOG: Path = bundled("devices.toml")
+ARCHS: tuple[str, ...] = (
+    "kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper",
+)
+#: Host/software generations: ``legacy`` = 2015-2019 CPUs with PyTorch 1.x / TensorFlow 1.x
+#: (seed 001's and Gavel's machines); ``modern`` = 2021+ CPUs with PyTorch 2.x, cuDNN 9.
+HOST_ERAS: tuple[str, ...] = ("legacy", "modern")
+#: x16 payload bandwidth per direction in GB/s by PCIe generation (PCI-SIG).
+PCIE_GBS: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0}
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One GPU type with its host (units in the field names; see ``datasets/devices.toml``).
+
+    ``tensor_tflops`` is the FP16 tensor-core peak with FP32 accumulate (0: no tensor cores),
+    ``tf32_tflops`` the TF32 tensor-core peak (0: none). ``host_single_core`` is relative to an
+    i7-4790K (seed 001's GTX 1080 host). ``host_cpu_quota`` limits the cores the input pipeline
+    may use (0: all ``host_threads``), which is how the catalog expresses seed 001's RTX 2070
+    machine "simulated as a low-performance system". ``host_era`` names the host/software
+    generation whose host-side costs the emulator uses (``HOST_ERAS``; docs/emulator.md).
+    ``boost_clock_mhz`` is the clock the datasheet peaks assume and ``sustained_clock_mhz``
+    the SM clock the GPU holds under a sustained training/inference load where a cited
+    measurement shows it lower (a 70 W T4 at its power cap; issue 11 item 4); 0 = not given,
+    the peaks are taken as sustained. ``clock_factor`` scales the compute peaks, not the
+    memory bandwidth (the memory clock is not power-throttled).
+    """
+
+    name: str
+    arch: str
+    fp32_tflops: float
+    tensor_tflops: float
+    tf32_tflops: float
+    mem_gb: float
+    mem_bw_gbs: float
+    sm_count: int
+    pcie_gen: int
+    nvlink_gbs: float
+    power_w: float
+    price_per_h: float
+    host_cpu: str
+    host_cores: int
+    host_threads: int
+    host_single_core: float
+    host_cpu_quota: float
+    host_era: str = "legacy"
+    boost_clock_mhz: float = 0.0
+    sustained_clock_mhz: float = 0.0
+    sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def mem_mb(self) -> float:
+        """Device memory in MB as NVML reports ``memory.total`` (MiB): GPU memory is marketed
+        in binary gigabytes (an "8 GB" card has 8192 MiB; seed 001 Table 1 sees 11930 MB in
+        use on the 12 GB Titan X)."""
+        return self.mem_gb * 1024.0
+
+    @property
+    def clock_factor(self) -> float:
+        """Sustained over boost SM clock (1 where either is not given): the share of the
+        datasheet compute peaks the GPU delivers under a sustained load (issue 11 item 4)."""
+        if self.boost_clock_mhz > 0 and self.sustained_clock_mhz > 0:
+            return self.sustained_clock_mhz / self.boost_clock_mhz
+        return 1.0
+
+    @property
+    def pcie_gbs(self) -> float:
+        return PCIE_GBS.get(self.pcie_gen, PCIE_GBS[3])
+
+    @property
+    def host_pipeline_cores(self) -> float:
+        """Cores the input pipeline can use: the quota, else all hardware threads counted at
+        the physical cores plus 25 % for SMT (a second thread adds about a quarter)."""
+        if self.host_cpu_quota > 0:
+            return self.host_cpu_quota
+        return self.host_cores + 0.25 * max(0, self.host_threads - self.host_cores)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sources"}
+
+
+#: Fields a catalog entry may leave out (default 0: not given).
+OPTIONAL_FIELDS: tuple[str, ...] = ("boost_clock_mhz", "sustained_clock_mhz")
+SPEC_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(DeviceSpec) if f.name not in ("name", "sources", *OPTIONAL_FIELDS)
+)
+
+
+def _parse(name: str, d: dict[str, Any], path: Path) -> DeviceSpec:
+    missing = [k for k in SPEC_FIELDS if k not in d]
+    if missing:
+        raise InputError(f"{path}: device {name!r} lacks field(s) {', '.join(missing)}")
+    kw: dict[str, Any] = {}
+    for f in fields(DeviceSpec):
+        if f.name in ("name", "sources"):
+            continue
+        v = d.get(f.name, 0.0) if f.name in OPTIONAL_FIELDS else d[f.name]
+        if f.type in ("int", int):
+            kw[f.name] = int(v)
+        elif f.type in ("float", float):
+            kw[f.name] = float(v)
+        else:
+            kw[f.name] = str(v)
+    if kw["host_era"] not in HOST_ERAS:
+        raise InputError(f"{path}: device {name!r} has unknown host_era {kw['host_era']!r}; "
+                         f"known: {', '.join(HOST_ERAS)}")
+    if kw["arch"] not in ARCHS:
+        raise InputError(f"{path}: device {name!r} has unknown arch {kw['arch']!r}")
+    for k in ("fp32_tflops", "mem_gb", "mem_bw_gbs", "host_cores", "host_single_core"):
+        if kw[k] <= 0:
+            raise InputError(f"{path}: device {name!r}: {k} must be > 0")
+    if kw["boost_clock_mhz"] < 0 or kw["sustained_clock_mhz"] < 0:
+        raise InputError(f"{path}: device {name!r}: clocks must be >= 0 MHz")
+    if kw["sustained_clock_mhz"] > 0 and not 0 < kw["sustained_clock_mhz"] <= kw["boost_clock_mhz"]:
+        raise InputError(f"{path}: device {name!r}: sustained_clock_mhz needs boost_clock_mhz "
+                         f">= it (got {kw['sustained_clock_mhz']} / {kw['boost_clock_mhz']})")
+    sources = {str(k): str(v) for k, v in dict(d.get("sources", {})).items()}
+    return DeviceSpec(name=name, sources=sources, **kw)
+
+
+@lru_cache(maxsize=8)
+def _load(path: str) -> tuple[dict[str, DeviceSpec], dict[str, str]]:
+    from gpuscope.core.io import read_toml
+
+    p = Path(path)
+    data = read_toml(p, "device catalog")
+    devs = data.get("devices")
+    if not isinstance(devs, dict) or not devs:
+        raise InputError(f"device catalog {p} has no [devices.<name>] tables")
+    refs = {str(k): str(v) for k, v in dict(data.get("references", {})).items()}
+    return {n: _parse(n, d, p) for n, d in devs.items()}, refs
+
+
+def _catalog_path(path: str | Path | None) -> Path:
+    if path is not None:
+        return Path(path)
+    env = os.environ.get("GPUSCOPE_DEVICES")
+    return Path(env) if env else DEFAULT_CATALOG
+
+
+def load_catalog(path: str | Path | None = None) -> dict[str, DeviceSpec]:
+    """All devices of the catalog (default ``datasets/devices.toml``), by name."""
+    return dict(_load(str(_catalog_path(path).resolve()))[0])
+
+
+def load_references(path: str | Path | None = None) -> dict[str, str]:
+    """The catalog's ``[references]`` table: source key -> citation."""
+    return dict(_load(str(_catalog_path(path).resolve()))[1])
+
+
+def get_device(name: str, path: str | Path | None = None) -> DeviceSpec:
+    """The catalog device ``name``; an unknown name raises ``InputError`` listing known ones."""
+    cat = load_catalog(path)
+    key = name.strip().lower()
+    if key not in cat:
+        raise InputError(f"unknown device {name!r}; known devices: {', '.join(sorted(cat))}")
+    return cat[key]
+
+
+def parse_device_list(text: str, path: str | Path | None = None) -> list[DeviceSpec]:
+    """Devices named in a comma-separated list (``gtx1080,rtx2070,titanx``)."""
+    names = [n for n in (s.strip() for s in text.split(",")) if n]
+    if not names:
+        raise InputError("no device named; give a comma-separated list such as gtx1080,titanx")
+    return [get_device(n, path) for n in names]

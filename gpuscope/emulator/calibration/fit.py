@@ -1,0 +1,344 @@
+"""Fit the emulator's few free parameters to measured throughputs (issue 4, item 4).
+
+Two fits, each with few parameters so that they cannot overfit:
+
+* ``fit_arch_eff``: one efficiency factor per architecture generation, least squares on
+  log(emulated / measured) single-GPU throughput (scipy ``least_squares``);
+* ``fit_step_sync``: the per-step host latency on short-step jobs of one device;
+* ``fit_device``: a device's architecture efficiency and start-up time on a measured
+  dataset's execution times (``datasets/measured/<device>/``);
+* ``fit_multi_gpu``: the all-reduce ``overlap`` and ``link_eff`` on log(emulated / measured)
+  g-GPU speed-ups (g * t_iter(1) / t_iter(g), Gavel's 1/2/4/8-GPU throughputs);
+* ``fit_arch_winograd``: one architecture's 3x3-convolution speed-up on published device
+  ratios (issue 11: Kepler, ``benchmarks/emulator_kepler_convs.py``).
+
+Error metric everywhere: median |log(emulated / measured)| (issue 4's target is <= 0.15).
+Also: readers for Gavel's ``simulation_throughputs.json`` and the AlexNet table of the
+GPUScheduler authors (``data_2d10d_filtered.csv``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares, minimize_scalar
+
+from gpuscope.cluster.devices import DeviceSpec
+from gpuscope.core.data import gavel_entries, parse_job_type
+from gpuscope.core.errors import InputError
+from gpuscope.emulator.multigpu import speedup
+from gpuscope.emulator.params import MAX_WINOGRAD, EmulatorParams
+from gpuscope.emulator.perf import EmulatedJob, GraphCost, estimate, gpu_times
+from gpuscope.jobs.spec import JobSpec
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement: a job (graph cost) on a device (with g GPUs), measured steps/s."""
+
+    job: EmulatedJob
+    cost: GraphCost
+    device: DeviceSpec
+    measured: float
+    n_gpus: int = 1
+    label: str = ""
+
+
+def log_errors(points: list[Point], params: EmulatorParams, quantity: str = "throughput",
+               base: dict[str, float] | None = None) -> np.ndarray:
+    """log(emulated / measured) per point. ``throughput``: steps/s on one GPU; ``speedup``:
+    g-GPU throughput over one-GPU throughput (``measured`` is then that ratio)."""
+    out = []
+    for p in points:
+        e = estimate(p.job, p.cost, p.device, params)
+        if quantity == "throughput":
+            emu = 1.0 / e.iter_s
+        else:
+            emu = speedup(e.iter_s, p.cost.param_bytes, p.device, p.n_gpus, params)
+        out.append(np.log(emu / p.measured))
+    return np.asarray(out, dtype=np.float64)
+
+
+def median_abs(err: np.ndarray) -> float:
+    return float(np.median(np.abs(err))) if err.size else float("nan")
+
+
+def fit_arch_eff(points: list[Point], params: EmulatorParams) -> EmulatorParams:
+    """Per-architecture efficiency factors minimising squared log throughput error."""
+    archs = sorted({p.device.arch for p in points})
+
+    def with_x(x: np.ndarray) -> EmulatorParams:
+        return params.with_(arch_eff={**params.arch_eff, **dict(zip(archs, np.exp(x)))})
+
+    x0 = np.log([params.arch_eff.get(a, 1.0) for a in archs])
+    res = least_squares(lambda x: log_errors(points, with_x(x)), x0, bounds=(-3.0, 3.0),
+                        loss="soft_l1", f_scale=0.1)  # robust: Gavel has outliers
+    return with_x(res.x)
+
+
+def fit_step_sync(points: list[Point], params: EmulatorParams,
+                  name: str = "step_sync_ms") -> EmulatorParams:
+    """The per-step serial host latency ``name`` (``step_sync_ms``, or the DataLoader workers'
+    hand-off ``loader_handoff_ms``) minimising log throughput error (identifiable only on
+    jobs with short steps, e.g. CIFAR ResNet-18)."""
+    def with_x(x: np.ndarray) -> EmulatorParams:
+        return params.with_(**{name: float(np.exp(x[0]))})
+
+    x0 = max(float(getattr(params, name)), 1.0)
+    res = least_squares(lambda x: log_errors(points, with_x(x)), [np.log(x0)],
+                        bounds=(np.log(0.01), np.log(200.0)), loss="soft_l1", f_scale=0.1)
+    return with_x(res.x)
+
+
+def fit_multi_gpu(points: list[Point], params: EmulatorParams) -> EmulatorParams:
+    """``overlap`` and ``link_eff`` minimising squared log speed-up error."""
+    def with_x(x: np.ndarray) -> EmulatorParams:
+        return params.with_(overlap=float(x[0]), link_eff=float(x[1]))
+
+    res = least_squares(lambda x: log_errors(points, with_x(x), "speedup"),
+                        [params.overlap, params.link_eff], bounds=([0.0, 0.02], [0.99, 1.0]),
+                        loss="soft_l1", f_scale=0.1)
+    return with_x(res.x)
+
+
+def exec_time_errors(rows: list[tuple[JobSpec, GraphCost, DeviceSpec, float]],
+                     params: EmulatorParams) -> np.ndarray:
+    """log(emulated / measured) execution time of measured runs (job, cost, device, seconds)."""
+    return np.asarray([np.log(estimate(j, c, d, params).exec_time_s / t) for j, c, d, t in rows])
+
+
+def fit_device(rows: list[tuple[JobSpec, GraphCost, DeviceSpec, float]],
+               params: EmulatorParams) -> EmulatorParams:
+    """Per-device calibration on a measured dataset: the device architecture's efficiency and
+    the start-up time (its host era's when the era sets one), least squares on log
+    execution time."""
+    arch, era = rows[0][2].arch, rows[0][2].host_era
+    in_era = "startup_s" in params.host_eras.get(era, {})  # the era's start-up, if it has one
+
+    def with_x(x: np.ndarray) -> EmulatorParams:
+        q = params.with_(arch_eff={**params.arch_eff, arch: float(np.exp(x[0]))})
+        st = float(np.exp(x[1]))
+        return _with_era(q, era, {"startup_s": st}) if in_era else q.with_(startup_s=st)
+
+    x0 = [np.log(params.arch_eff.get(arch, 1.0)), np.log(params.for_era(era).startup_s)]
+    res = least_squares(lambda x: exec_time_errors(rows, with_x(x)), x0,
+                        bounds=([-3.0, np.log(0.5)], [3.0, np.log(300.0)]), loss="soft_l1",
+                        f_scale=0.1)
+    return with_x(res.x)
+
+
+def load_gavel(path: str | Path) -> pd.DataFrame:
+    """Gavel's isolated throughputs: ``device, job_type, model, batch_size, n_gpus,
+    steps_per_s`` (consolidated placements; zero = did not run, dropped)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
+    rows = []
+    for dev, job_type, n, val in gavel_entries(data):
+        thr = float(val.get("null", 0.0))
+        if thr <= 0:
+            continue
+        model, bs = parse_job_type(job_type)
+        rows.append({"device": dev, "job_type": job_type, "model": model, "batch_size": bs,
+                     "n_gpus": n, "steps_per_s": thr})
+    return pd.DataFrame(rows)
+
+
+def load_alexnet(path: str | Path) -> pd.DataFrame:
+    """AlexNet single-GPU execution times: ``device, epochs, batch_size, images, exec_time_s``
+    with catalog device names."""
+    names = {"GTX 1080Ti": "gtx1080ti", "M60": "m60", "K80": "k80", "Quadro P600": "quadro-p600"}
+    try:
+        d = pd.read_csv(path)
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
+    d = d[d["GpuNumber"] == 1]
+    return pd.DataFrame({
+        "device": d["GpuType"].map(names), "epochs": d["Epochs"], "batch_size": d["Batchsize"],
+        "images": d["Images"], "exec_time_s": d["ExecutionTime"],
+    }).reset_index(drop=True)
+
+
+#: Published single-GPU ResNet-50 v1.5 throughputs (img/s), GPU-bound (DALI), issue 11:
+#: NVIDIA DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md (NGC
+#: 21.03): DGX-1 V100 16GB AMP 1200; DGX A100 80GB TF32 938, AMP 2470; its inference tables
+#: (batch 256): V100 FP32 1261 / AMP 3382, T4 FP32 415 / AMP 1198. Lambda, "NVIDIA H100
+#: Tensor Core GPU - Deep Learning Performance Analysis": H100 SXM ~2x A100 SXM on vision.
+PUBLISHED_R50: dict[str, float] = {
+    "v100_amp": 1200.0, "a100_tf32": 938.0, "a100_amp": 2470.0, "v100_fwd_fp32": 1261.0,
+    "v100_fwd_amp": 3382.0, "t4_fwd_fp32": 415.0, "t4_fwd_amp": 1198.0, "h100_over_a100": 2.0,
+}
+
+
+def _published_thr(cost: GraphCost, dev: DeviceSpec, prec: str, prm: EmulatorParams,
+                   fwd: bool = False) -> float:
+    """GPU-bound samples/s of ``cost`` (forward only with ``fwd``) as NVIDIA's published
+    recipes run it: channels-last (NHWC: no layout transposes) and multi-tensor (apex)
+    optimizers (no per-tensor optimizer loops)."""
+    t, tf, _ = gpu_times(cost, dev, prm.with_(amp_layout_passes=0.0, per_tensor_optimizer=0.0), prec)
+    return cost.batch_size / (tf if fwd else t)
+
+
+def _with_arch(prm: EmulatorParams, name: str, x: float) -> EmulatorParams:
+    return prm.with_(arch_eff={**prm.arch_eff, name: float(x)})
+
+
+def fit_published(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
+    """tensor_eff (V100 AMP), then the ampere, hopper and turing efficiencies (ada = ampere,
+    assumed) on ``PUBLISHED_R50``, from a ResNet-50 graph ``cost`` (GPU-bound throughput
+    ``batch / t_gpu``; forward only for the inference figures)."""
+    from dataclasses import replace
+
+    from scipy.optimize import brentq
+
+    from gpuscope.cluster.devices import get_device
+
+    pub = PUBLISHED_R50
+    v100, h100 = get_device("v100"), get_device("h100")
+    a100 = replace(get_device("a100"), mem_gb=80.0, mem_bw_gbs=2039.0)  # DGX A100 80GB
+
+    def thr(dev: DeviceSpec, prec: str, prm: EmulatorParams) -> float:
+        return _published_thr(cost, dev, prec, prm)
+
+    te = brentq(lambda x: np.log(thr(v100, "amp-fp16", params.with_(tensor_eff=x)) / pub["v100_amp"]),
+                0.02, 3.0)
+    p = params.with_(tensor_eff=float(te))
+    amp = brentq(lambda x: np.log(thr(a100, "tf32", _with_arch(p, "ampere", x)) / pub["a100_tf32"])
+                 + np.log(thr(a100, "amp-fp16", _with_arch(p, "ampere", x)) / pub["a100_amp"]), 0.05, 5.0)
+    p = _with_arch(_with_arch(p, "ampere", amp), "ada", amp)
+    target_h = pub["h100_over_a100"] * thr(a100, "amp-fp16", p)
+    hop = brentq(lambda x: np.log(thr(h100, "amp-fp16", _with_arch(p, "hopper", x)) / target_h), 0.05, 5.0)
+    return fit_turing(cost, _with_arch(p, "hopper", hop))
+
+
+def fit_turing(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
+    """The turing efficiency alone, on the T4/V100 forward-throughput ratios of
+    ``PUBLISHED_R50`` (FP32 and AMP), everything else as in ``params`` (the last step of
+    ``fit_published``; run alone when only the T4's or the V100's model changed)."""
+    from scipy.optimize import brentq
+
+    from gpuscope.cluster.devices import get_device
+
+    pub = PUBLISHED_R50
+    v100, t4 = get_device("v100"), get_device("t4")
+
+    def turing(x: float) -> float:
+        q = _with_arch(params, "turing", x)
+        return float(sum(np.log(_published_thr(cost, t4, pr, q, True) / _published_thr(cost, v100, pr, q, True)
+                                / (pub[f"t4_fwd_{k}"] / pub[f"v100_fwd_{k}"]))
+                         for pr, k in (("fp32", "fp32"), ("amp-fp16", "amp"))))
+
+    return _with_arch(params, "turing", brentq(turing, 0.05, 5.0))
+
+
+#: Host-side parameters fitted per host era (``EmulatorParams.host_eras``).
+HOST_STEP_PARAMS: tuple[str, ...] = ("step_sync_ms", "dispatch_us", "cudnn_dispatch_us")
+HOST_RUN_PARAMS: tuple[str, ...] = ("startup_s", "autotune_s_per_conv")
+
+
+def _with_era(params: EmulatorParams, era: str, values: dict[str, float]) -> EmulatorParams:
+    eras = {k: dict(v) for k, v in params.host_eras.items()}
+    eras[era] = {**eras.get(era, {}), **values}
+    return params.with_(host_eras=eras)
+
+
+def host_step_errors(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]],
+                     params: EmulatorParams) -> np.ndarray:
+    """log(emulated / measured) in-process step time of (job, cost, device, seconds) rows: the
+    emulator's step without its input pipeline, ``max(t_gpu, t_dispatch) + t_sync`` (the
+    measurement has the batch on the GPU already)."""
+    out = []
+    for j, c, d, t in rows:
+        e = estimate(j, c, d, params)
+        out.append(np.log((max(e.t_gpu_s, e.t_dispatch_s) + e.t_sync_s) / t))
+    return np.asarray(out, dtype=np.float64)
+
+
+def fit_host_steps(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]],
+                   params: EmulatorParams, era: str) -> EmulatorParams:
+    """``HOST_STEP_PARAMS`` of host era ``era`` (all rows' devices must be of that era) on
+    measured in-process step times, robust least squares on the log ratio; views are taken as
+    free (``view_dispatch_us`` = 0: not identifiable on CNN graphs, < 3 % of their ops)."""
+    if any(d.host_era != era for _, _, d, _ in rows):
+        raise InputError(f"fit_host_steps: every device must be of host era {era!r}")
+    base = _with_era(params, era, {"view_dispatch_us": 0.0})
+    cur = base.for_era(era)
+
+    def with_x(x: np.ndarray) -> EmulatorParams:
+        return _with_era(base, era, dict(zip(HOST_STEP_PARAMS, map(float, np.exp(x)))))
+
+    x0 = np.log([max(1e-3, getattr(cur, k)) for k in HOST_STEP_PARAMS])
+    res = least_squares(lambda x: host_step_errors(rows, with_x(x)), x0,
+                        bounds=(np.log(1e-3), np.log(1e3)), loss="soft_l1", f_scale=0.1)
+    return with_x(res.x)
+
+
+def fit_host_runs(rows: list[tuple[JobSpec, GraphCost, DeviceSpec, float]],
+                  params: EmulatorParams, era: str, names: tuple[str, ...] = HOST_RUN_PARAMS,
+                  pipeline: tuple[str, ...] = ()) -> EmulatorParams:
+    """``names`` of host era ``era`` (default start-up and cuDNN autotuning per convolution
+    configuration) and the input-pipeline cost per sample of the datasets ``pipeline``
+    (``cpu_ms_per_sample``, not era-specific: it is the measured job's own pipeline) on
+    measured execution times of whole runs, robust least squares on the log ratio."""
+    if any(d.host_era != era for _, _, d, _ in rows):
+        raise InputError(f"fit_host_runs: every device must be of host era {era!r}")
+    cur = params.for_era(era)
+
+    def with_x(x: np.ndarray) -> EmulatorParams:
+        v = list(map(float, np.exp(x)))
+        q = _with_era(params, era, dict(zip(names, v[:len(names)])))
+        return q.with_(cpu_ms_per_sample={**q.cpu_ms_per_sample, **dict(zip(pipeline, v[len(names):]))})
+
+    x0 = np.log([max(1e-3, getattr(cur, k)) for k in names]
+                + [max(1e-3, params.cpu_ms_per_sample.get(k, params.cpu_ms_default)) for k in pipeline])
+    res = least_squares(lambda x: exec_time_errors(rows, with_x(x)), x0,
+                        bounds=(np.log(1e-3), np.log(300.0)), loss="soft_l1", f_scale=0.1)
+    return with_x(res.x)
+
+
+def colocation_errors(points: list[Point], params: EmulatorParams) -> np.ndarray:
+    """log(emulated / measured) colocation slowdown per point (``fidelity.colocation_points``):
+    the steps/s of one of the pair's processes over the job's steps/s alone, emulated with
+    the point's ``workers`` and with one process fewer per copy (the job alone)."""
+    out = []
+    for p in points:
+        alone = replace(p.cost, workers=max(1, p.cost.workers // 2))
+        emu = estimate(p.job, alone, p.device, params).iter_s / estimate(p.job, p.cost, p.device, params).iter_s
+        out.append(np.log(emu / p.measured))
+    return np.asarray(out, dtype=np.float64)
+
+
+def fit_ctx_switch(points: list[Point], params: EmulatorParams) -> EmulatorParams:
+    """``ctx_switch_us`` minimising the log colocation-slowdown error of ``points`` (robust, as
+    the other fits: Gavel's pairs have outliers)."""
+    def with_x(x: np.ndarray) -> EmulatorParams:
+        return params.with_(ctx_switch_us=float(np.exp(x[0])))
+
+    x0 = np.log(max(params.ctx_switch_us, 5.0))
+    res = least_squares(lambda x: colocation_errors(points, with_x(x)), [x0],
+                        bounds=(np.log(0.01), np.log(500.0)), loss="soft_l1", f_scale=0.1)
+    return with_x(res.x)
+
+
+def fit_arch_winograd(arch: str, errors: Callable[[EmulatorParams], np.ndarray],
+                      params: EmulatorParams,
+                      refit: Callable[[EmulatorParams], EmulatorParams] | None = None,
+                      ) -> EmulatorParams:
+    """``arch_winograd[arch]`` (3x3 speed-up on ``arch``, in [1, ``MAX_WINOGRAD``]) minimising
+    the mean squared ``errors(params)`` (log(emulated / published) ratios), each candidate
+    first passed through ``refit`` (issue 11, 2.4 candidate "Kepler convolutions": the
+    architecture's efficiency refitted on the fit set at that speed-up, so the published
+    ratios fit the 3x3 share and the fit set keeps the level)."""
+    def with_w(w: float) -> EmulatorParams:
+        p = params.with_(arch_winograd={**params.arch_winograd, arch: float(w)})
+        return refit(p) if refit is not None else p
+
+    res = minimize_scalar(lambda w: float(np.mean(errors(with_w(w)) ** 2)),
+                          bounds=(1.0, MAX_WINOGRAD), method="bounded", options={"xatol": 1e-3})
+    return with_w(float(res.x))

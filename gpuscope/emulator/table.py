@@ -1,0 +1,186 @@
+"""``gpuscope estimate``: where will my job run best, and how long will it take? (issue 12)
+
+    gpuscope estimate --module examples/my_model.py:build --dataset tokens:seq=512,vocab=30522 \
+        --batch-size 8 --optimizer adamw --precision amp-bf16 --devices all
+    gpuscope estimate --hf gpt2:n_layer=36,n_embd=1280,n_head=20 --dataset tokens:seq=1024 \
+        --batch-size 4 --optimizer adamw --devices v100,a100,h100
+    gpuscope estimate --jobs queue.csv --devices all --format csv -o est.csv
+
+For each job x device: the emulator's ``estimate(job, graph, device)`` (seed 001 §4 device
+model, ``gpuscope.emulator``) on the job's training-step graph (exported once, through the
+content-keyed ``GraphCache``): step time, throughput, memory footprint against the device's
+memory (fits or OOM), the bottleneck, and the execution time of the job's epochs. Every number
+is emulated, not measured, and the output says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gpuscope.core.errors import InputError
+from gpuscope.jobs.args import add_job_arguments, job_from_args
+
+COLUMNS: tuple[str, ...] = (
+    "job_id", "model", "device", "status", "step_s", "samples_per_s", "mem_gb", "device_mem_gb",
+    "fits", "bottleneck", "gpu_util", "epochs", "steps", "exec_time_s", "provenance",
+)
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "estimate", help="emulate a job (or a queue) on catalog GPUs: step time, memory, OOM, "
+                         "execution time",
+        description="Emulate a job or a job queue on catalog GPUs (datasets/devices.toml). "
+                    "All figures are emulated (gpuscope.emulator), in seconds.")
+    add_job_arguments(p)
+    p.add_argument("--jobs", help="job queue (.csv/.json) instead of one job's options")
+    p.add_argument("--devices", default="all", help="all (default) or a comma list, e.g. v100,a100")
+    p.add_argument("--format", default="table", choices=("table", "csv", "json"))
+    p.add_argument("-o", "--output", help="write CSV/JSON here (by its extension) besides stdout")
+    p.add_argument("--graph-cache", help="graph cache folder (default ~/.cache/gpuscope/graphs)")
+    p.add_argument("--catalog", help="device catalog TOML (default datasets/devices.toml)")
+    p.add_argument("--params", help="emulator parameters JSON (default: calibrated)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run)
+
+
+def _devices(text: str, catalog: str | None) -> list[Any]:
+    from gpuscope.cluster.devices import load_catalog, parse_device_list
+
+    if text.strip().lower() == "all":
+        return list(load_catalog(catalog).values())
+    return parse_device_list(text, catalog)
+
+
+def estimate_rows(jobs: list[Any], devices: list[Any], graph_cache: str | None = None,
+                  params: Any = None, progress: bool = False) -> tuple[list[dict[str, Any]],
+                                                                       dict[str, Any]]:
+    """One row per job x device (``COLUMNS``) and per-job graph facts (nodes, GFLOPs, export s)."""
+    from tqdm import tqdm
+
+    from gpuscope.emulator import estimate
+    from gpuscope.graphs import GraphCache, export_graph
+
+    cache = GraphCache(graph_cache)
+    rows: list[dict[str, Any]] = []
+    facts: dict[str, Any] = {}
+    for job in tqdm(jobs, desc="estimate", unit="job", disable=not progress):
+        t0 = time.perf_counter()
+        graph = export_graph(job) if job.graph else cache.get_or_export(job)
+        facts[job.key] = {"nodes": graph.num_nodes, "gflops": graph.total_flops() / 1e9,
+                          "params": int(graph.meta.get("param_count", 0)),
+                          "graph_s": time.perf_counter() - t0}
+        for dev in devices:
+            e = estimate(job, graph, dev, params)
+            ok = e.status == "ok"
+            rows.append({
+                "job_id": job.job_id or job.key, "model": job.model, "device": dev.name,
+                "status": e.status, "step_s": e.iter_s if ok else math.nan,
+                "samples_per_s": job.samples_per_step / e.iter_s if ok else 0.0,
+                "mem_gb": e.mem_mb / 1024, "device_mem_gb": dev.mem_mb / 1024,
+                "fits": ok, "bottleneck": e.bottleneck if ok else "memory (OOM)",
+                "gpu_util": e.gpu_util if ok else math.nan, "epochs": job.epochs,
+                "steps": job.total_steps, "exec_time_s": e.exec_time_s if ok else math.nan,
+                "provenance": "emulated",
+            })
+    return rows, facts
+
+
+def _human(s: float) -> str:
+    if not math.isfinite(s):
+        return "-"
+    for unit, div in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if s >= div:
+            return f"{s / div:.1f} {unit}"
+    return f"{s:.1f} s"
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """A fixed-width table, one line per row (seconds; execution time also humanised)."""
+    head = ("device", "status", "step (s)", "samples/s", "mem (GB)", "of (GB)", "bottleneck",
+            "exec time (s)", "")
+    lines = [head]
+    for r in rows:
+        ok = r["status"] == "ok"
+        lines.append((
+            r["device"], "ok" if ok else "OOM", f"{r['step_s']:.4f}" if ok else "-",
+            f"{r['samples_per_s']:.1f}" if ok else "-", f"{r['mem_gb']:.2f}",
+            f"{r['device_mem_gb']:.0f}", str(r["bottleneck"]),
+            f"{r['exec_time_s']:.0f}" if ok else "-", _human(r["exec_time_s"]) if ok else "",
+        ))
+    widths = [max(len(str(x[i])) for x in lines) for i in range(len(head))]
+    left = {0, 1, 6, 8}
+    return "\n".join("  ".join(str(c).ljust(w) if i in left else str(c).rjust(w)
+                               for i, (c, w) in enumerate(zip(x, widths, strict=True))).rstrip()
+                     for x in lines)
+
+
+def _write(rows: list[dict[str, Any]], path: Path, fmt: str) -> None:
+    import pandas as pd
+
+    from gpuscope.core.io import write_json, write_table
+
+    if fmt == "json":
+        write_json(path, _json_rows(rows), what="estimates")
+    else:
+        write_table(pd.DataFrame(rows, columns=list(COLUMNS)), path, what="estimates")
+
+
+def _json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+             for k, v in r.items()} for r in rows]
+
+
+def _run(a: argparse.Namespace) -> int:
+    from gpuscope.jobs.queue import read_queue
+
+    devices = _devices(a.devices, a.catalog)  # an unknown device fails before any work
+    if a.jobs:
+        if any(getattr(a, k) for k in ("job", "model", "module", "hf", "hf_config", "graph")):
+            raise InputError("give --jobs QUEUE or one job's options, not both")
+        jobs = read_queue(a.jobs)
+    else:
+        jobs = [job_from_args(a, "estimate")]
+    if a.output:
+        from gpuscope.core.io import check_output
+
+        check_output(a.output, [a.jobs, a.job, a.graph, a.params, a.catalog, a.hf_config],
+                     what="estimates")
+    params = None
+    if a.params:
+        from gpuscope.emulator.params import EmulatorParams
+
+        params = EmulatorParams.load(a.params)
+    rows, facts = estimate_rows(jobs, devices, a.graph_cache, params,
+                                progress=not a.quiet and len(jobs) > 1)
+    if a.format == "table":
+        for job in jobs:
+            f = facts[job.key]
+            print(f"{job.job_id + ': ' if job.job_id else ''}{job.model} ({job.source}), {job.dataset}, "
+                  f"{job.optimizer}, batch {job.batch_size}"
+                  + (f" x {job.grad_accum} accum" if job.grad_accum > 1 else "")
+                  + f", {job.precision}, {job.epochs} epoch(s) = {job.total_steps:,} steps; "
+                  f"graph {f['nodes']:,} nodes, {f['params'] / 1e6:.1f} M params, "
+                  f"{f['gflops']:,.1f} GFLOPs/step")
+            print(format_table([r for r in rows if r["job_id"] == (job.job_id or job.key)]))
+            print()
+        print("emulated (gpuscope.emulator, catalog specs), not measured; times in seconds")
+    elif a.format == "csv":
+        import pandas as pd
+
+        pd.DataFrame(rows, columns=list(COLUMNS)).to_csv(sys.stdout, index=False)
+    else:
+        print(json.dumps(_json_rows(rows), indent=1))
+    if a.output:
+        ext = Path(a.output).suffix.lower()
+        _write(rows, Path(a.output), "json" if ext == ".json" else "csv")
+    return 0
+
+
+__all__ = ["COLUMNS", "estimate_rows", "format_table", "register"]

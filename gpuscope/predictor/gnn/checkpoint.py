@@ -1,0 +1,149 @@
+"""Checkpoints: one file per trained predictor (docs/design.md, Checkpoint).
+
+``torch.save`` of a dict holding only tensors, str, int, float, bool, lists and dicts, so
+``torch.load(path, weights_only=True)`` reads it safely:
+
+``format`` ("gpuscope-predictor"), ``format_version``, ``gpuscope_version``, ``state_dict``
+(weights, float32 or float16 — ``dtype`` says which; loaded back as float32), ``config``
+(ModelConfig), ``targets`` and ``target_set``, ``labels`` (min-max normalisation),
+``features``/``contexts``/``devices``/``gstats`` (input standardisers), ``vocab`` (op vocabulary JSON),
+``device``, ``provenance``, ``dataset_fingerprint``, ``split`` (kind, seed), ``train``
+(epochs run, best validation loss, seconds), ``device_names`` (multi-device model),
+``encoding`` (the graph encoding's ``k`` and ``features``, to encode new jobs' graphs alike),
+``exec_per_step`` (the execution-time output is per training step).
+
+A file of another format version, a different target set than expected, or a corrupt file
+raises :class:`gpuscope.core.errors.CheckpointError` with one line naming the problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from gpuscope import __version__
+from gpuscope.core.errors import CheckpointError
+from gpuscope.core.targets import TARGET_SETS
+from gpuscope.predictor.checkpoint import FORMAT, read_checkpoint_dict, save_checkpoint_dict
+from gpuscope.predictor.gnn.model import DriplePredictorNet, ModelConfig
+from gpuscope.predictor.gnn.scaling import MinMaxLabels, Standardizer
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class PredictorBundle:
+    """A trained network and everything needed to use it (what a checkpoint holds)."""
+
+    net: DriplePredictorNet
+    targets: tuple[str, ...]
+    labels: MinMaxLabels
+    features: Standardizer
+    contexts: Standardizer
+    device: str
+    provenance: str = "emulated"
+    vocab_json: str = "{}"
+    dataset_fingerprint: str = ""
+    devices: Standardizer | None = None
+    gstats: Standardizer | None = None
+    device_names: list[str] = field(default_factory=list)
+    split: dict[str, Any] = field(default_factory=dict)
+    train: dict[str, Any] = field(default_factory=dict)
+    encoding: dict[str, Any] = field(default_factory=lambda: {"k": 100, "features": "driple"})
+    exec_per_step: bool = False
+
+    def to_label_units(self, y: np.ndarray, total_steps: np.ndarray) -> np.ndarray:
+        """Model outputs (already de-normalised) → label units: with ``exec_per_step`` the
+        execution-time output is a time per training step, multiplied back by the run's
+        steps."""
+        y = np.array(y, dtype=np.float64)
+        if self.exec_per_step and "exec_time_s" in self.targets:
+            y[:, self.targets.index("exec_time_s")] *= np.asarray(total_steps, dtype=np.float64)
+        return y
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.net.config
+
+    @property
+    def target_set(self) -> str:
+        for name, ts in TARGET_SETS.items():
+            if tuple(ts) == tuple(self.targets):
+                return name
+        return "custom"
+
+
+def save_checkpoint(bundle: PredictorBundle, path: str | Path, half: bool = False) -> Path:
+    """Write ``bundle`` to ``path``; ``half`` stores the weights as float16 (bundled files)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dtype = torch.float16 if half else torch.float32
+    state = {k: (v.detach().to(dtype) if v.is_floating_point() else v.detach()).clone()
+             for k, v in bundle.net.state_dict().items()}
+    obj = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "gpuscope_version": __version__,
+        "state_dict": state, "dtype": "float16" if half else "float32",
+        "config": bundle.config.to_dict(), "targets": list(bundle.targets),
+        "target_set": bundle.target_set, "labels": bundle.labels.to_dict(),
+        "features": bundle.features.to_dict(), "contexts": bundle.contexts.to_dict(),
+        "devices": bundle.devices.to_dict() if bundle.devices is not None else None,
+        "gstats": bundle.gstats.to_dict() if bundle.gstats is not None else None,
+        "device_names": list(bundle.device_names), "vocab": bundle.vocab_json,
+        "device": bundle.device, "provenance": bundle.provenance,
+        "dataset_fingerprint": bundle.dataset_fingerprint, "split": dict(bundle.split),
+        "train": dict(bundle.train), "encoding": dict(bundle.encoding),
+        "exec_per_step": bool(bundle.exec_per_step),
+    }
+    return save_checkpoint_dict(obj, path)
+
+
+def load_checkpoint(path: str | Path, targets: str | tuple[str, ...] | None = None
+                    ) -> PredictorBundle:
+    """Read a checkpoint; ``targets`` (a set name or tuple) must match if given."""
+    path = Path(path)
+    obj = read_checkpoint_dict(path)
+    if obj.get("format_version") == 2:
+        raise CheckpointError(f"checkpoint {path} is a physics (format 2) checkpoint; load it "
+                              "with gpuscope.predictor.load_predictor")
+    if obj.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(
+            f"checkpoint {path} has format version {obj.get('format_version')!r} "
+            f"(written by gpuscope {obj.get('gpuscope_version')}); this gpuscope reads "
+            f"version {FORMAT_VERSION}: retrain it with `gpuscope train`")
+    got = tuple(obj.get("targets", ()))
+    if targets is not None:
+        want = tuple(TARGET_SETS[targets]) if isinstance(targets, str) else tuple(targets)
+        if got != want:
+            raise CheckpointError(
+                f"checkpoint {path} predicts the {obj.get('target_set')!r} target set "
+                f"({len(got)} targets), expected {len(want)} targets")
+    try:
+        config = ModelConfig.from_dict(dict(obj["config"]))
+        if config.n_targets != len(got):
+            raise ValueError("config and target list disagree")
+        net = DriplePredictorNet(config)
+        state = {k: v.float() if v.is_floating_point() else v
+                 for k, v in obj["state_dict"].items()}
+        net.load_state_dict(state)
+        devices, gstats = obj.get("devices"), obj.get("gstats")
+        bundle = PredictorBundle(
+            net=net, targets=got, labels=MinMaxLabels.from_dict(obj["labels"]),
+            features=Standardizer.from_dict(obj["features"]),
+            contexts=Standardizer.from_dict(obj["contexts"]), device=str(obj["device"]),
+            provenance=str(obj.get("provenance", "emulated")), vocab_json=str(obj["vocab"]),
+            dataset_fingerprint=str(obj.get("dataset_fingerprint", "")),
+            devices=Standardizer.from_dict(devices) if devices else None,
+            gstats=Standardizer.from_dict(gstats) if gstats else None,
+            device_names=list(obj.get("device_names", [])), split=dict(obj.get("split", {})),
+            train=dict(obj.get("train", {})),
+            encoding=dict(obj.get("encoding", {"k": 100, "features": "driple"})),
+            exec_per_step=bool(obj.get("exec_per_step", False)))
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"checkpoint {path} is corrupt ({first[:120]})") from None
+    net.eval()
+    return bundle

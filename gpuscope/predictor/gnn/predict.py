@@ -1,0 +1,205 @@
+"""Batched inference: ``load_predictor(path).predict(jobs) -> DataFrame`` (design.md Predictions).
+
+One pass per call: the distinct graphs of the jobs are embedded once each (readouts are cached
+by ``graph_key`` for the life of the Predictor, since they depend only on the graph and the
+weights), then the MLP runs over every job's [readout ‖ u ‖ g] in one matrix product.
+
+Encoded graphs come from ``graphs`` (a dataset's ``graphs.parquet``, or a dict) when they hold
+the job's ``graph_key``; otherwise the job's graph is exported through ``GraphCache`` and
+encoded with the checkpoint's op vocabulary, ``k`` and feature mode.
+
+Output columns: ``job_id``, ``device``, the checkpoint's targets (in label units; negative
+values, which no target can take, are clipped to 0), ``oom_prob`` = σ(OOM logit).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+from torch_geometric.data import Batch, Data
+
+from gpuscope.core.errors import CheckpointError, InputError
+from gpuscope.core.targets import TARGET_SETS
+from gpuscope.jobs.spec import JobSpec
+from gpuscope.predictor.gnn.batching import graph_stats, scale_graph
+from gpuscope.predictor.gnn.checkpoint import PredictorBundle, load_checkpoint
+from gpuscope.predictor.threads import torch_threads
+
+if TYPE_CHECKING:
+    from gpuscope.graphs import OpVocabulary
+
+
+class Predictor:
+    """A trained predictor for one device (or a multi-device model and a chosen device)."""
+
+    def __init__(self, bundle: PredictorBundle, graphs: dict[str, Data] | str | Path | None = None,
+                 cache_dir: str | Path | None = None, device: str | None = None,
+                 threads: int | None = 1) -> None:
+        self.bundle = bundle
+        self.threads = threads
+        self.graphs: dict[str, Data] = {}
+        if graphs is not None:
+            self.add_graphs(graphs)
+        self.cache_dir = cache_dir
+        if device is not None and not bundle.config.device_dim and device != bundle.device:
+            # issue 18: a one-device model never labels its rows with another device
+            raise InputError(f"this checkpoint predicts {bundle.device!r} only; --device "
+                             f"{device!r} applies to multi-device checkpoints")
+        self.device = device or bundle.device
+        if device is not None:
+            from gpuscope.cluster.devices import get_device
+
+            get_device(device)  # InputError for an unknown device (issue 18)
+        self._readouts: dict[str, Tensor] = {}
+        self._gstats: dict[str, Tensor] = {}
+        self._vocab: OpVocabulary | None = None
+        self._device_vec: Tensor | None = None
+        if bundle.config.device_dim:
+            from gpuscope.predictor.gnn.multidevice import device_vector
+
+            if bundle.devices is None:
+                raise CheckpointError("this multi-device checkpoint has no device scaler")
+            self._device_vec = bundle.devices.transform(device_vector(self.device)[None])
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return self.bundle.targets
+
+    def add_graphs(self, graphs: dict[str, Data] | str | Path) -> None:
+        """Add encoded graphs (a dict, a ``graphs.parquet`` file or a dataset folder)."""
+        if isinstance(graphs, dict):
+            self.graphs.update(graphs)
+            return
+        from gpuscope.graphs import load_encoded
+
+        p = Path(graphs)
+        self.graphs.update(load_encoded(p / "graphs.parquet" if p.is_dir() else p))
+
+    def _encode(self, job: JobSpec) -> Data:
+        from gpuscope.graphs import GraphCache, OpVocabulary, encode
+
+        if self._vocab is None:
+            with tempfile.TemporaryDirectory() as d:
+                p = Path(d) / "vocab.json"
+                p.write_text(self.bundle.vocab_json)
+                self._vocab = OpVocabulary.load(p)
+        enc = self.bundle.encoding
+        graph = GraphCache(self.cache_dir).get_or_export(job)
+        kw = {k: enc[k] for k in ("grouping",) if k in enc}
+        return encode(graph, self._vocab, k=int(enc.get("k", 100)),
+                      features=str(enc.get("features", "driple")), **kw)
+
+    def _readouts_for(self, jobs: Sequence[JobSpec]) -> tuple[Tensor, Tensor | None]:
+        keys = [j.graph_key for j in jobs]
+        todo = sorted({k for k in keys if k not in self._readouts})
+        if todo:
+            from tqdm.auto import tqdm
+
+            by_key = {j.graph_key: j for j in jobs}
+            data = []
+            # a cold graph cache exports each graph: a bar (terminal only) past 2 s (issue 18)
+            for k in tqdm(todo, desc="graphs", unit="graph", delay=2.0, disable=None):
+                g = self.graphs.get(k)
+                if g is None:
+                    g = self._encode(by_key[k])
+                    self.graphs[k] = g
+                if g.x.shape[1] != self.bundle.config.in_dim:
+                    raise InputError(f"graph {k!r} has {g.x.shape[1]} node features, the model "
+                                     f"expects {self.bundle.config.in_dim}")
+                data.append(scale_graph(g, self.bundle.features))
+                if self.bundle.gstats is not None:
+                    gstd = self.bundle.gstats
+                    self._gstats[k] = gstd.transform(graph_stats(g, len(gstd.mean_))[None])[0]
+            net = self.bundle.net
+            net.eval()
+            with torch.no_grad():
+                for s in range(0, len(data), 256):
+                    b = Batch.from_data_list(data[s:s + 256])
+                    ro = net.embed(b.x, b.edge_index, b.batch, b.num_graphs)
+                    for i, k in enumerate(todo[s:s + 256]):
+                        self._readouts[k] = ro[i]
+        gs = torch.stack([self._gstats[k] for k in keys]) if self.bundle.gstats is not None \
+            else None
+        return torch.stack([self._readouts[k] for k in keys]), gs
+
+    def predict_arrays(self, jobs: Sequence[JobSpec]) -> tuple[np.ndarray, np.ndarray]:
+        """(targets [n × T] in label units, oom_prob [n]) for ``jobs`` in one batched pass."""
+        with torch_threads(self.threads):
+            return self._predict_arrays(jobs)
+
+    def _predict_arrays(self, jobs: Sequence[JobSpec]) -> tuple[np.ndarray, np.ndarray]:
+        if not jobs:
+            return np.zeros((0, len(self.targets))), np.zeros(0)
+        from gpuscope.graphs import context_vector
+
+        ctx_cache: dict[tuple, Tensor] = {}
+        rows = []
+        for j in jobs:
+            key = (j.model, j.dataset, j.optimizer, j.batch_size, j.epochs, j.steps_per_epoch,
+                   j.graph)
+            if key not in ctx_cache:
+                ctx_cache[key] = context_vector(j)
+            rows.append(ctx_cache[key])
+        raw = torch.stack(rows)
+        if self.bundle.train.get("steps_in_u") is False:
+            from gpuscope.predictor.gnn.train import steps_out_of_u
+
+            raw = steps_out_of_u(raw)
+        ctx = self.bundle.contexts.transform(raw)
+        ro, gs = self._readouts_for(jobs)
+        dev = self._device_vec.expand(len(jobs), -1) if self._device_vec is not None else None
+        with torch.no_grad():
+            pred, logit = self.bundle.net.head_forward(ro, ctx, dev, gs)
+        y = self.bundle.to_label_units(self.bundle.labels.inverse(pred.double().numpy()),
+                                       np.array([j.total_steps for j in jobs], dtype=np.float64))
+        y = np.clip(y, 0.0, None)
+        seen = self.bundle.train.get("targets_seen")
+        if seen is not None:  # a target never observed in training is not predicted
+            y[:, [t not in seen for t in self.targets]] = np.nan
+        return y, torch.sigmoid(logit).double().numpy()
+
+    def predict(self, jobs: Sequence[JobSpec]) -> pd.DataFrame:
+        """One row per job: ``job_id, device, <targets>, oom_prob`` (module docstring)."""
+        y, p = self.predict_arrays(jobs)
+        df = pd.DataFrame(y, columns=list(self.targets))
+        df.insert(0, "device", self.device)
+        df.insert(0, "job_id", [j.job_id if j.job_id is not None else j.key for j in jobs])
+        df["oom_prob"] = p
+        return df
+
+    def describe(self) -> str:
+        b = self.bundle
+        return json.dumps({"device": self.device, "targets": b.target_set,
+                           "provenance": b.provenance, "fingerprint": b.dataset_fingerprint})
+
+
+def load_predictor(path: str | Path, graphs: dict[str, Data] | str | Path | None = None,
+                   targets: str | tuple[str, ...] | None = None,
+                   cache_dir: str | Path | None = None, device: str | None = None) -> Any:
+    """Load a checkpoint as a :class:`Predictor` (GNN, format 1) or a
+    ``PhysicsPredictor`` (format 2), ``CheckpointError`` if unusable. ``graphs`` only
+    matters to the GNN (the physics model reads OpGraphs through ``GraphCache``)."""
+    from gpuscope.predictor.physics.model import (
+        FORMAT_VERSION,
+        PhysicsPredictor,
+        read_checkpoint_dict,
+    )
+
+    obj = read_checkpoint_dict(path)
+    if obj.get("format_version") == FORMAT_VERSION:
+        if targets is not None:
+            want = tuple(TARGET_SETS[targets]) if isinstance(targets, str) else tuple(targets)
+            if tuple(obj["targets"]) != want:
+                raise CheckpointError(f"checkpoint {path} predicts {len(obj['targets'])} "
+                                      f"targets, expected {len(want)}")
+        return PhysicsPredictor(obj, device=device, cache_dir=cache_dir)
+    return Predictor(load_checkpoint(path, targets), graphs=graphs, cache_dir=cache_dir,
+                     device=device)

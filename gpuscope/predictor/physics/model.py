@@ -1,0 +1,228 @@
+"""Physics-informed checkpoints (format version 2) and batched inference with a domain guard.
+
+A v2 checkpoint is ``torch.save`` of a dict of tensors/str/int/float/bool/lists/dicts
+(``torch.load(weights_only=True)``-safe): ``format`` "gpuscope-predictor",
+``format_version`` 2, ``kind`` "physics", ``model`` (``HybridModel.get_state``: per-target
+model kind, packed trees / MLP weights, the training range of every input feature, the OOM
+classifier), ``targets``, ``targets_seen``, ``device`` (a device name, or ``multi``),
+``devices`` (trained on), ``provenance``, ``emulator_version``, ``dataset_fingerprint``,
+``train`` (rows, seconds, chosen model per target).
+
+``PhysicsPredictor.predict(jobs)`` returns one row per job: ``job_id, device``, the targets
+(NaN for a target the checkpoint never saw; peaks clipped to capacity), ``step_s`` (predicted
+seconds per training step), ``oom_prob``, ``oom`` (= oom_prob > 0.5 OR the emulator's memory
+model says the job does not fit), ``in_domain`` and ``domain_reason`` (the inputs outside the
+checkpoint's training range). Feature rows are cached per (graph, device, run length), so a
+long-lived predictor re-predicts a queue without touching the graphs again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpuscope import __version__
+from gpuscope.core.errors import CheckpointError, InputError
+from gpuscope.core.targets import TARGETS
+from gpuscope.jobs.spec import JobSpec
+from gpuscope.predictor.checkpoint import FORMAT, read_checkpoint_dict, save_checkpoint_dict
+from gpuscope.predictor.physics.dataset import PhysicsData
+from gpuscope.predictor.physics.features import FeatureBuilder
+from gpuscope.predictor.physics.hybrid import HybridModel
+
+FORMAT_VERSION = 2
+
+
+def emulator_version() -> str:
+    try:
+        from gpuscope.emulator.params import EMULATOR_VERSION
+    except ImportError:  # an emulator before version constants
+        return "1"
+    return str(EMULATOR_VERSION)
+
+
+def data_fingerprint(data: PhysicsData) -> str:
+    h = hashlib.sha256()
+    h.update(pd.util.hash_pandas_object(data.labels.astype(str), index=False).to_numpy()
+             .tobytes())
+    return h.hexdigest()[:16]
+
+
+def fit_physics(data: PhysicsData, rows: np.ndarray | None = None, kinds: Any = "auto",
+                seed: int = 0, device: str | None = None, **params: Any) -> dict[str, Any]:
+    """Fit a :class:`HybridModel` on ``rows`` of ``data`` (default: rows not held out as
+    ``unseen``) and return the checkpoint dict."""
+    if rows is None:
+        rows = np.flatnonzero(data.labels["split"].astype(str).to_numpy() != "unseen")
+    sub = data.subset(rows)
+    use = sub.usable()
+    sub = sub.subset(np.flatnonzero(use))
+    if len(sub) == 0:
+        raise InputError("no usable (ok or oom) training rows")
+    t0 = time.perf_counter()
+    m = HybridModel(targets=data.targets, kinds=kinds, random_state=seed, **params)
+    m.fit(sub.frame, sub.Y(), sub.total_steps(), sub.groups(), sub.oom())
+    devs = sorted(set(sub.labels["device"].astype(str)))
+    prov = sorted(set(sub.labels.get("provenance", pd.Series(["emulated"])).astype(str)))
+    return {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "kind": "physics",
+        "gpuscope_version": __version__, "model": m.get_state(), "targets": list(data.targets),
+        "targets_seen": list(m.chosen_), "device": device or (devs[0] if len(devs) == 1
+                                                              else "multi"),
+        "devices": devs, "provenance": "+".join(prov), "emulator_version": emulator_version(),
+        "dataset_fingerprint": data_fingerprint(sub),
+        "train": {"rows": len(sub), "seconds": time.perf_counter() - t0, "seed": seed,
+                  "chosen": dict(m.chosen_), "few_labels": list(m.few_labels_),
+                  "families": sorted(set(sub.groups().tolist()))},
+    }
+
+
+def save_physics(ckpt: dict[str, Any], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return save_checkpoint_dict(ckpt, path)  # atomic: a reader never sees half a checkpoint
+
+
+_BUILDERS: dict[str, FeatureBuilder] = {}
+
+
+def shared_builder(cache_dir: str | Path | None = None) -> FeatureBuilder:
+    """One :class:`FeatureBuilder` per graph-cache directory for the process: predictors of
+    several devices share the graphs read or exported once."""
+    key = str(cache_dir)
+    if key not in _BUILDERS:
+        _BUILDERS[key] = FeatureBuilder(cache_dir=cache_dir)
+    return _BUILDERS[key]
+
+
+class PhysicsPredictor:
+    """Batched predictions of a v2 checkpoint (module docstring).
+
+    Args:
+        ckpt: the checkpoint dict (``read_checkpoint_dict``) or a path.
+        device: the device to predict on (default: the checkpoint's; required for ``multi``).
+        builder: a shared :class:`FeatureBuilder` (graph and feature caches).
+    """
+
+    def __init__(self, ckpt: dict[str, Any] | str | Path, device: str | None = None,
+                 builder: FeatureBuilder | None = None,
+                 cache_dir: str | Path | None = None) -> None:
+        if not isinstance(ckpt, dict):
+            ckpt = read_checkpoint_dict(ckpt)
+        if ckpt.get("format_version") != FORMAT_VERSION:
+            raise CheckpointError("not a version-2 (physics) checkpoint")
+        try:
+            self.model = HybridModel.from_state(ckpt["model"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise CheckpointError(f"physics checkpoint is corrupt ({str(e)[:120]})") from None
+        self.ckpt = ckpt
+        self.device = device or str(ckpt["device"])
+        if self.device == "multi":
+            raise InputError("a multi-device checkpoint needs --device NAME")
+        from gpuscope.cluster.devices import get_device
+
+        get_device(self.device)  # InputError for an unknown device
+        trained = [str(d) for d in ckpt.get("devices", [ckpt["device"]])]
+        if str(ckpt["device"]) != "multi" and self.device not in trained:  # issue 18
+            raise InputError(f"the checkpoint was trained on {', '.join(trained)}, not "
+                             f"{self.device!r}; give no --device or a checkpoint of that device")
+        self.builder = builder or shared_builder(cache_dir)
+        self._cache: dict[str, dict[str, Any]] = {}
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return tuple(self.ckpt["targets"])
+
+    def _cached(self, jobs: Sequence[JobSpec], keys: list[tuple], device: str) -> np.ndarray:
+        """Row indices into this device's prediction cache for ``keys`` (computing the
+        missing ones: a long-lived predictor re-predicts a queue without the models)."""
+        c = self._cache.setdefault(device, {"index": {}, "parts": []})
+        index: dict[tuple, int] = c["index"]
+        todo: dict[tuple, int] = {}
+        for i, k in enumerate(keys):
+            if k not in index and k not in todo:
+                todo[k] = i
+        if todo:
+            ujobs = [jobs[i] for i in todo.values()]
+            frame = self.builder.frame(ujobs, [device] * len(ujobs))
+            steps = np.array([j.total_steps for j in ujobs], dtype=np.float64)
+            p = self.model.oom_proba(frame)
+            ok, why = self.model.domain(frame)
+            fits = frame["an_fits"].to_numpy(np.float64) > 0.5
+            c["parts"].append((self.model.predict(frame, steps), self.model.step_time(frame),
+                               p, (p > 0.5) | ~fits, ok, why))
+            base = len(index)
+            for n, k in enumerate(todo):
+                index[k] = base + n
+            c.pop("arrays", None)
+        if "arrays" not in c:
+            parts = c["parts"]
+            c["arrays"] = tuple(np.concatenate([pt[m] for pt in parts]) for m in range(5)) + \
+                (np.array([r for pt in parts for r in pt[5]], dtype=object),)
+        return np.fromiter((index[k] for k in keys), dtype=np.int64, count=len(keys))
+
+    def _frame(self, ids: list[str], device: str, rows: np.ndarray) -> pd.DataFrame:
+        y, step_s, p, oom, ok, why = self._cache[device]["arrays"]
+        df = pd.DataFrame(y[rows], columns=list(self.targets))
+        df.insert(0, "device", device)
+        df.insert(0, "job_id", ids)
+        df["step_s"] = step_s[rows]
+        df["oom_prob"] = p[rows]
+        df["oom"] = oom[rows]
+        df["in_domain"] = ok[rows]
+        df["domain_reason"] = why[rows]
+        return df
+
+    def predict(self, jobs: Sequence[JobSpec], devices: Sequence[str] | None = None
+                ) -> pd.DataFrame:
+        """One row per job, on this predictor's device (module docstring); ``devices``:
+        every job on each of these devices (a multi-device checkpoint), device-major."""
+        if not jobs:
+            return pd.DataFrame(columns=self.columns)
+        keys = [(self.builder.graph_id(j), j.epochs, j.steps) for j in jobs]
+        ids = [j.job_id if j.job_id is not None else j.key for j in jobs]
+        frames = [self._frame(ids, d, self._cached(jobs, keys, d))
+                  for d in (devices if devices is not None else [self.device])]
+        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+    @property
+    def columns(self) -> list[str]:
+        return ["job_id", "device", *self.targets, "step_s", "oom_prob", "oom", "in_domain",
+                "domain_reason"]
+
+    def predict_arrays(self, jobs: Sequence[JobSpec]) -> tuple[np.ndarray, np.ndarray]:
+        df = self.predict(jobs)
+        return df[list(self.targets)].to_numpy(np.float64), df["oom_prob"].to_numpy(np.float64)
+
+    def describe(self) -> str:
+        c = self.ckpt
+        return (f"physics predictor for {self.device} (trained on {', '.join(c['devices'])}, "
+                f"{c['provenance']}, emulator v{c['emulator_version']})")
+
+
+def domain_warning(pred: pd.DataFrame, what: str = "jobs") -> str | None:
+    """One line when rows of a prediction frame lie outside their checkpoint's training domain
+    (``in_domain`` / ``domain_reason``), else None (also for a frame without those columns: a
+    GNN checkpoint's). ``what`` names the rows; with a ``device`` column holding several
+    devices the example names its device too."""
+    if "in_domain" not in pred or pred.empty:
+        return None
+    bad = pred[~pred["in_domain"].astype(bool)]
+    if bad.empty:
+        return None
+    first = bad.iloc[0]
+    where = (f" on {first['device']}" if "device" in pred and pred["device"].nunique() > 1
+             else "")
+    return (f"warning: {len(bad)} of {len(pred)} {what} lie outside the checkpoint's training "
+            f"domain (column in_domain; e.g. {first['job_id']}{where}: "
+            f"{first.get('domain_reason', '')})")
+
+
+__all__ = ["FORMAT_VERSION", "PhysicsPredictor", "TARGETS", "domain_warning", "fit_physics",
+           "read_checkpoint_dict", "save_physics"]

@@ -1,0 +1,103 @@
+"""Label spaces of the physics predictor's targets and their analytic estimates (issue 13).
+
+Split out of ``hybrid`` (which re-exports every name): ``target_space`` of each target,
+encoding labels into it and decoding predictions out of it (peaks clipped to capacity,
+durations capped), and the analytic estimate of each target in its label space — the
+closed-form analytic label (``analytic_labels``), or for a label-version-1 checkpoint the
+seed-001 peak rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from gpuscope.core.targets import UNITS
+from gpuscope.predictor.physics.analytic import LABEL_TARGETS
+from gpuscope.predictor.physics.features import compose_exec, step_correction
+
+
+def target_space(t: str) -> str:
+    if t == "exec_time_s":
+        return "step"
+    if t.endswith("_peak"):
+        return "cap" if UNITS.get(t[:-5]) != "%" else "pct"
+    return "log1p"
+
+
+def encode_targets(frame: pd.DataFrame, Y: np.ndarray, targets: tuple[str, ...],
+                   total_steps: np.ndarray) -> np.ndarray:
+    Z = np.full(np.shape(Y), np.nan)
+    for j, t in enumerate(targets):
+        y = np.asarray(Y[:, j], np.float64)
+        sp = target_space(t)
+        if sp == "step":
+            ok = np.isfinite(y) & (y > 0)
+            Z[ok, j] = step_correction(frame[ok], np.asarray(total_steps)[ok], y[ok])
+        elif sp == "pct":
+            Z[:, j] = y / 100.0
+        elif sp == "cap":
+            Z[:, j] = y / frame["an_capacity_mb"].to_numpy(np.float64)
+        else:
+            Z[:, j] = np.log1p(np.clip(y, 0, None))
+    return Z
+
+
+def decode_targets(frame: pd.DataFrame, Z: np.ndarray, targets: tuple[str, ...],
+                   total_steps: np.ndarray, zmax: np.ndarray | None = None) -> np.ndarray:
+    """Label units from label-space values; ``zmax`` caps log1p targets (10x the largest
+    training label: a learner must not extrapolate a duration without bound)."""
+    Y = np.full(np.shape(Z), np.nan)
+    for j, t in enumerate(targets):
+        z = Z[:, j] if zmax is None or not np.isfinite(zmax[j]) else np.minimum(Z[:, j], zmax[j])
+        sp = target_space(t)
+        if sp == "step":
+            Y[:, j] = compose_exec(frame, total_steps, np.clip(z, -5, 5))
+        elif sp == "pct":
+            Y[:, j] = 100.0 * np.clip(z, 0, 1)
+        elif sp == "cap":
+            Y[:, j] = np.clip(z, 0, 1) * frame["an_capacity_mb"].to_numpy(np.float64)
+        else:
+            Y[:, j] = np.expm1(np.clip(z, 0, 25))
+    return np.where(np.isnan(Z), np.nan, Y)
+
+
+#: The emulator's utilisation behind each percentage peak: the legacy (label version 1)
+#: analytic peak of a checkpoint from before the analytic labels (seed 001's peak rule).
+_PEAK_UTIL = {"gpu_util_peak": "an_gpu_util", "gpu_mem_util_peak": "an_gpu_mem_util",
+              "cpu_util_peak": "an_cpu_util"}
+#: Label version of the targets' analytic bases: 2 = every target has its analytic label
+#: (``analytic_labels``) and learners predict the correction to it; 1 = checkpoints of
+#: before (learners predict the label-space value, analytic peaks by the seed-001 rule).
+LABEL_VERSION = 2
+
+
+def has_analytic(t: str, legacy: bool = False) -> bool:
+    if legacy:
+        return t in ("exec_time_s", "gpu_mem_peak") or t in _PEAK_UTIL
+    return t == "exec_time_s" or t in LABEL_TARGETS
+
+
+def analytic_z(frame: pd.DataFrame, t: str, legacy: bool = False) -> np.ndarray:
+    """The analytic estimate of target ``t`` in its label space: no step correction for
+    execution time; otherwise the analytic label (``analytic_labels``: the label rules on the
+    run's phase structure) encoded as the label is. ``legacy``: version-1 checkpoints' peak
+    rule (the steady-state share when above 90 % of capacity, else 0)."""
+    if t == "exec_time_s":
+        return np.zeros(len(frame))
+    if not legacy and t in LABEL_TARGETS and f"an_{t}" in frame:
+        y = frame[f"an_{t}"].to_numpy(np.float64)
+        sp = target_space(t)
+        if sp == "pct":
+            return y / 100.0
+        if sp == "cap":
+            return y / frame["an_capacity_mb"].to_numpy(np.float64)
+        return np.log1p(np.clip(y, 0, None))
+    if t == "gpu_mem_peak":
+        u = frame["an_mem_mb"].to_numpy(np.float64) / frame["an_capacity_mb"].to_numpy(np.float64)
+        u = np.where(frame["an_fits"].to_numpy(np.float64) > 0.5, u, 0.0)
+    elif t in _PEAK_UTIL:
+        u = frame[_PEAK_UTIL[t]].to_numpy(np.float64)
+    else:
+        raise ValueError(f"no analytic estimate of {t}")
+    return np.where(u > 0.9, u, 0.0)
