@@ -15,37 +15,23 @@ Public API:
 * :func:`allocate` — place → order → simulate → :class:`Metrics` in one call;
 * :func:`comparison_table`, :func:`distribution_table` — seed 001 Tables 9–20 layouts;
 * :func:`export_tjng` — t_jng table and reference-scheduler instance folder.
+
+Names load on first use (:mod:`gpuscope.core.lazy`).
 """
 
-from gpuscope.allocator.allocate import AllocationResult, allocate
-from gpuscope.allocator.efficiency import BURST_EPS_S, comp_eff, parse_resources
-from gpuscope.allocator.metrics import Metrics, comparison_table, distribution_table, summarize
-from gpuscope.allocator.ordering import ORDERS, order_keys
-from gpuscope.allocator.policies import POLICIES, Placement, place
-from gpuscope.allocator.simulate import Schedule, schedule_frame, simulate
-from gpuscope.allocator.table import JobDeviceTable
-from gpuscope.allocator.tjng_export import export_tjng
-from gpuscope.cluster.counts import ClusterSpec
+from __future__ import annotations
 
-__all__ = [
-    "BURST_EPS_S",
-    "ORDERS",
-    "POLICIES",
-    "AllocationResult",
-    "ClusterSpec",
-    "JobDeviceTable",
-    "Metrics",
-    "Placement",
-    "Schedule",
-    "allocate",
-    "comp_eff",
-    "comparison_table",
-    "distribution_table",
-    "export_tjng",
-    "order_keys",
-    "parse_resources",
-    "place",
-    "schedule_frame",
-    "simulate",
-    "summarize",
-]
+from gpuscope.core.lazy import attach
+
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "AllocationResult": ".allocate", "allocate": ".allocate",
+    "BURST_EPS_S": ".efficiency", "comp_eff": ".efficiency", "parse_resources": ".efficiency",
+    "Metrics": ".metrics", "comparison_table": ".metrics", "distribution_table": ".metrics",
+    "summarize": ".metrics",
+    "ORDERS": ".ordering", "order_keys": ".ordering",
+    "POLICIES": ".policies", "Placement": ".policies", "place": ".policies",
+    "Schedule": ".simulate", "schedule_frame": ".simulate", "simulate": ".simulate",
+    "JobDeviceTable": ".table",
+    "export_tjng": ".tjng_export",
+    "ClusterSpec": "gpuscope.cluster.counts",
+})

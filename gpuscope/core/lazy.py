@@ -8,12 +8,18 @@ A room's ``__init__`` lists its public API as ``name -> module`` and gets ``__ge
 
 A module path starting with ``.`` is relative to the package. The imported value is cached in
 the package's namespace, so later lookups are plain attribute reads.
+
+A public name may share its name with the submodule that defines it (``simulate`` in
+``simulate.py``): importing that submodule binds it on the package, which would hide the
+function, so the package keeps the export instead, as an eager ``from .simulate import
+simulate`` would.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,4 +41,21 @@ def attach(package: str, exports: Mapping[str, str]
     def __dir__() -> list[str]:
         return list(names)
 
+    shadowed = {name for name, where in exports.items()
+                if where in (f".{name}", f"{package}.{name}")}
+    if shadowed:
+        sys.modules[package].__class__ = _package_type(package, frozenset(shadowed))
     return __getattr__, __dir__, list(names)
+
+
+def _package_type(package: str, shadowed: frozenset[str]) -> type[types.ModuleType]:
+    """A module type whose submodule ``<name>`` binds as its export ``name``."""
+
+    class _Package(types.ModuleType):
+        def __setattr__(self, name: str, value: Any) -> None:
+            if (name in shadowed and isinstance(value, types.ModuleType)
+                    and value.__name__ == f"{package}.{name}"):
+                value = getattr(value, name)
+            super().__setattr__(name, value)
+
+    return _Package

@@ -1,4 +1,4 @@
-"""GPU emulator: a device performance model that writes profiler-format traces (issue 4).
+"""GPU emulator: a device performance model that writes profiler-format traces.
 
 Public API:
 
@@ -8,17 +8,19 @@ Public API:
 * ``footprint``: the memory model; ``EmulatorParams`` / ``default_params``: its constants;
 * ``synth_trace``: a 6 Hz trace of an emulated run; ``emulate_campaign``: runs folders exactly
   as a real profiling campaign writes them (``gpuscope emulate``).
+
+Names load on first use (:mod:`gpuscope.core.lazy`).
 """
 
-from gpuscope.emulator.memory import MemoryFootprint, footprint
-from gpuscope.emulator.multigpu import multi_gpu_time, speedup
-from gpuscope.emulator.params import EmulatorParams, default_params
-from gpuscope.emulator.perf import Estimate, GraphCost, estimate
-from gpuscope.emulator.runs import CostCache, emulate_campaign, emulate_device
-from gpuscope.emulator.traces import synth_trace
+from __future__ import annotations
 
-__all__ = [
-    "CostCache", "EmulatorParams", "Estimate", "GraphCost", "MemoryFootprint",
-    "default_params", "emulate_campaign", "emulate_device", "estimate", "footprint",
-    "multi_gpu_time", "speedup", "synth_trace",
-]
+from gpuscope.core.lazy import attach
+
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "MemoryFootprint": ".memory", "footprint": ".memory",
+    "multi_gpu_time": ".multigpu", "speedup": ".multigpu",
+    "EmulatorParams": ".params", "default_params": ".params",
+    "Estimate": ".perf", "GraphCost": ".perf", "estimate": ".perf",
+    "CostCache": ".runs", "emulate_campaign": ".runs", "emulate_device": ".runs",
+    "synth_trace": ".traces",
+})

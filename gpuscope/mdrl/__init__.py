@@ -5,36 +5,22 @@ it (§5); the environment is event-driven with seed 003's Eq. 2-4 utilisation, t
 rewards of §5.2, an LJF queue and node-level GPU packing; baselines are the paper's two
 readings of "Naïve" (first-fit, random-fit / random-pinned), best-fit and a clairvoyant
 brute-force oracle. torch is imported only by the agent and training.
+
+Names load on first use (:mod:`gpuscope.core.lazy`).
 """
 
-from gpuscope.mdrl.baselines import (
-    BASELINES,
-    BestFit,
-    FirstFit,
-    Oracle,
-    Pinned,
-    RandomFit,
-    make_baseline,
-    run_episode,
-)
-from gpuscope.mdrl.env import EpisodeResult, PartitionEnv, gym_env
-from gpuscope.mdrl.simulate import (
-    Episode,
-    EpisodeSampler,
-    Flavor,
-    JobReq,
-    Partition,
-    Server,
-    energy_reduction,
-    fig3_episode,
-    inefficient_energy_mwh,
-    partition_from_cluster,
-    utilisation,
-)
+from __future__ import annotations
 
-__all__ = [
-    "BASELINES", "BestFit", "Episode", "EpisodeResult", "EpisodeSampler", "FirstFit", "Flavor",
-    "JobReq", "Oracle", "Partition", "PartitionEnv", "Pinned", "RandomFit", "Server",
-    "energy_reduction", "fig3_episode", "gym_env", "inefficient_energy_mwh", "make_baseline",
-    "partition_from_cluster", "run_episode", "utilisation",
-]
+from gpuscope.core.lazy import attach
+
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "BASELINES": ".baselines", "BestFit": ".baselines", "FirstFit": ".baselines",
+    "Oracle": ".baselines", "Pinned": ".baselines", "RandomFit": ".baselines",
+    "make_baseline": ".baselines", "run_episode": ".baselines",
+    "EpisodeResult": ".env", "PartitionEnv": ".env", "gym_env": ".env",
+    "Episode": ".simulate", "EpisodeSampler": ".simulate", "Flavor": ".simulate",
+    "JobReq": ".simulate", "Partition": ".simulate", "Server": ".simulate",
+    "energy_reduction": ".simulate", "fig3_episode": ".simulate",
+    "inefficient_energy_mwh": ".simulate", "partition_from_cluster": ".simulate",
+    "utilisation": ".simulate",
+})

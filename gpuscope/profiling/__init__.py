@@ -10,20 +10,23 @@ Public API (design.md, Project contracts):
 * :func:`label_trace`, :func:`label_runs` — burst/idle/peak/exec-time labels;
 * :func:`build_dataset` — labels + encoded graphs → ``datasets/<provenance>/<device>/``;
 * :func:`plot_trace` — seed 001 Fig. 2 for one run.
+
+Names load on first use (:mod:`gpuscope.core.lazy`).
 """
 
-from gpuscope.profiling.campaign import Campaign, load_campaign, parse_campaign, run_campaign
-from gpuscope.profiling.dataset import build_dataset
-from gpuscope.profiling.labeling import LABEL_COLUMNS, label_runs, label_trace
-from gpuscope.profiling.ledger import Ledger
-from gpuscope.profiling.plot import plot_trace
-from gpuscope.profiling.runner import RunOptions, run_job
-from gpuscope.profiling.samplers import Sampler
-from gpuscope.profiling.trace import DEFAULT_PERIOD_S, TraceMeta, read_meta, read_trace, write_trace
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_PERIOD_S", "LABEL_COLUMNS", "Campaign", "Ledger", "RunOptions", "Sampler",
-    "TraceMeta", "build_dataset", "label_runs", "label_trace", "load_campaign",
-    "parse_campaign", "plot_trace", "read_meta", "read_trace", "run_campaign", "run_job",
-    "write_trace",
-]
+from gpuscope.core.lazy import attach
+
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "Campaign": ".campaign", "load_campaign": ".campaign", "parse_campaign": ".campaign",
+    "run_campaign": ".campaign",
+    "build_dataset": ".dataset",
+    "LABEL_COLUMNS": ".labeling", "label_runs": ".labeling", "label_trace": ".labeling",
+    "Ledger": ".ledger",
+    "plot_trace": ".plot",
+    "RunOptions": ".runner", "run_job": ".runner",
+    "Sampler": ".samplers",
+    "DEFAULT_PERIOD_S": ".trace", "TraceMeta": ".trace", "read_meta": ".trace",
+    "read_trace": ".trace", "write_trace": ".trace",
+})

@@ -2,21 +2,19 @@
 (seed 000 Alg. 1, seed 002 Alg. 1) and Path Relinking (seed 002 Alg. 2), an online simulator
 with preemption and migration, an instance generator (seed 002 §4.1) and the reference
 scheduler's folder format (``gpuscope.core.tjng``).
+
+Names load on first use (:mod:`gpuscope.core.lazy`).
 """
 
-from gpuscope.schedulers.methods import (
-    METHODS,
-    FirstPrinciple,
-    PathRelinking,
-    RandomizedGreedy,
-    make_method,
-)
-from gpuscope.schedulers.model import Params, Problem, compile_instance, load_problem, save_problem
-from gpuscope.schedulers.simulate import SimResult, simulate
-from gpuscope.schedulers.step import Decision, StepState
+from __future__ import annotations
 
-__all__ = [
-    "METHODS", "Decision", "FirstPrinciple", "Params", "PathRelinking", "Problem",
-    "RandomizedGreedy", "SimResult", "StepState", "compile_instance", "load_problem",
-    "make_method", "save_problem", "simulate",
-]
+from gpuscope.core.lazy import attach
+
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "METHODS": ".methods", "FirstPrinciple": ".methods", "PathRelinking": ".methods",
+    "RandomizedGreedy": ".methods", "make_method": ".methods",
+    "Params": ".model", "Problem": ".model", "compile_instance": ".model",
+    "load_problem": ".model", "save_problem": ".model",
+    "SimResult": ".simulate", "simulate": ".simulate",
+    "Decision": ".step", "StepState": ".step",
+})
