@@ -129,15 +129,14 @@ def predict(jobs: JobSpec | Sequence[JobSpec] | str | Path, device: str,
 
 
 def allocate(jobs: JobSpec | Sequence[JobSpec] | str | Path, cluster: str,
-             policy: str = "comp-eff", order: str = "fifo",
+             policy: str = "ect", order: str = "fifo",
              model_dir: str | Path | None = None, truth: str | Path | None = None,
              seed: int = 0) -> AllocationResult:
     """Predict every job on every GPU type of ``cluster`` (``a100:2,h100:1``), place them
     (``policy``), order each GPU's queue (``order``) and simulate: an ``AllocationResult``
     (``.placement``, ``.schedule`` frame, ``.metrics``: average JCT, makespan...)."""
     from gpuscope.allocator import ClusterSpec
-    from gpuscope.allocator.experiments import run
-    from gpuscope.allocator.pipeline import check_devices, prepare
+    from gpuscope.allocator.inputs import check_devices, prepare, run
     from gpuscope.allocator.predict import DEFAULT_MODEL_DIR
 
     spec = ClusterSpec.parse(cluster)

@@ -26,6 +26,6 @@ def _run(args: argparse.Namespace) -> int:
         jobs = [JobSpec(m, ds[0], "adam", 32, 10) for m, ds in MODEL_DATASETS.items()]
         print(catalog_summary(jobs).to_string(index=False))
         return 0
-    from gpuscope.allocator.demo import run_demo
+    from gpuscope.allocator.reproduce import run_demo
 
     return run_demo()

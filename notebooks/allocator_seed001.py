@@ -11,23 +11,19 @@
 import os
 from pathlib import Path
 
-from gpuscope.cluster.counts import ClusterSpec
-from gpuscope.allocator.experiments import (
+from gpuscope.allocator.inputs import prepare, seed_workload, table8_jobs
+from gpuscope.allocator.reproduce import (
     SEED_CLUSTER,
     ablation,
     available_policies,
     compare_policies,
-    seed_workload,
-    table8_jobs,
-)
-from gpuscope.allocator.pipeline import prepare
-from gpuscope.allocator.reproduce import (
     comparison_md,
     policies_for,
     reproduce_gavel,
     table9_md,
 )
 from gpuscope.allocator.truth import truth_steps
+from gpuscope.cluster.counts import ClusterSpec
 from gpuscope.core.data import gavel_dir
 
 ROOT = Path(__file__).resolve().parents[1] if "__file__" in globals() else Path.cwd()

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from gpuscope.schedulers import METHODS, load_problem, make_method, simulate
-from gpuscope.schedulers.reproduce import reductions
 from gpuscope.schedulers.instances import data_dir, generate
+from gpuscope.schedulers.reproduce import reductions
 
 pd.set_option("display.width", 160)
 ROOT = Path(__file__).resolve().parents[1]

@@ -179,7 +179,6 @@ def test_min_sum_assignment_is_optimal_on_small_instances() -> None:
     c = ClusterSpec.parse("p:1,q:1")
     for _ in range(10):
         t = rng.uniform(1, 10, (6, 2))
-        fits = np.ones_like(t, bool)
 
         def total(dev, t=t):
             s = 0.0
@@ -189,7 +188,7 @@ def test_min_sum_assignment_is_optimal_on_small_instances() -> None:
             return s
 
         best = min(total(np.array(a)) for a in itertools.product((0, 1), repeat=6))
-        assert total(min_sum_assignment(t, fits, c)) == pytest.approx(best)
+        assert total(min_sum_assignment(t, c)) == pytest.approx(best)
 
 
 def test_same_seed_same_plan() -> None:

@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 
 from gpuscope.allocator import ClusterSpec
-from gpuscope.allocator.gavel import gavel_tables, load_throughputs
+from gpuscope.allocator.reproduce import gavel_tables
 from gpuscope.allocator.tjng_export import build_tjng, export_tjng, jobs_meta, one_gpu_times
 from gpuscope.allocator.truth import load_truth, truth_steps
+from gpuscope.allocator.truth_table import gavel_throughputs
 from gpuscope.cli import main
 from gpuscope.core.errors import InputError
 from gpuscope.core.tjng import read_instance, read_tjng
@@ -33,7 +34,7 @@ def fake_predictor(tmp_path, monkeypatch):
     def fake(jobs, devices, model_dir, driple=False, datasets=None):
         return synthetic_tables(jobs, devices, seed=1)[0]
 
-    monkeypatch.setattr("gpuscope.allocator.pipeline.predict_queue", fake)
+    monkeypatch.setattr("gpuscope.allocator.inputs.predict_queue", fake)
     monkeypatch.setattr("gpuscope.allocator.predict.predict_queue", fake)
     return mdir
 
@@ -178,7 +179,7 @@ def test_gavel_truth_is_steps_over_throughput(tmp_path) -> None:
                "('ResNet-18 (batch size 32)', 2)": {"null": 2 * s}}
            for d, s in (("k80", 2.0), ("p100", 4.0), ("v100", 8.0))}
     (tmp_path / "t.json").write_text(json.dumps(thr))
-    th = load_throughputs(tmp_path / "t.json")
+    th = gavel_throughputs(tmp_path / "t.json")
     assert len(th) == 3
     trace = pd.DataFrame({"job_id": ["g0"], "job_type": ["ResNet-18 (batch size 32)"],
                           "total_steps": [800.0], "arrival_s": [0.0]})
@@ -207,7 +208,7 @@ def test_allocate_warns_when_predictions_extrapolate(tmp_path, monkeypatch, fake
         first = df["job_id"] == jobs[0].job_id
         return df.assign(in_domain=~first, domain_reason=np.where(first, "r_log_epochs=2", ""))
 
-    monkeypatch.setattr("gpuscope.allocator.pipeline.predict_queue", fake)
+    monkeypatch.setattr("gpuscope.allocator.inputs.predict_queue", fake)
     jobs = table_jobs(4)[:5]
     q = write_queue(jobs, tmp_path / "q.csv")
     rc = main(["allocate", "--jobs", str(q), "--cluster", "gtx1080:1,titanx:1", "--policy", "ect",

@@ -42,7 +42,11 @@ def test_docs_example_runs(tmp_path, monkeypatch, capsys) -> None:
     est = scope["est"]
     assert len(est) == 2 * 3 and set(est["device"]) == {"v100", "a100", "h100"}
     assert (est["provenance"] == "emulated").all()
-    assert len(scope["result"].schedule) == 2
+    sched = scope["result"].schedule
+    assert len(sched) == 2
+    # the default policy uses the cluster: each job starts on arrival, on its own GPU
+    assert set(sched["device"]) == {"a100", "h100"}
+    assert (sched["start_s"] == sched["arrival_s"]).all()
 
 
 def test_trace_equals_the_module_file_export(tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""``gpuscope allocate`` and ``gpuscope tjng`` (issue 6; seed 001 §3.2, seed 002 §4.1)."""
+"""``gpuscope allocate`` and ``gpuscope tjng`` (seed 001 §3.2, seed 002 §4.1)."""
 
 from __future__ import annotations
 
@@ -8,22 +8,21 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuscope.core.data import bundled
 from gpuscope.core.errors import InputError
 from gpuscope.core.io import check_output, write_text
 from gpuscope.core.limits import check_memory
 
 if TYPE_CHECKING:
+    from gpuscope.allocator.inputs import AllocationInputs
     from gpuscope.cluster.counts import ClusterSpec
 
-DEFAULT_TRUTH = bundled("emulated")
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from gpuscope.allocator.inputs import NAMED_QUEUES
     from gpuscope.allocator.ordering import ORDERS
-    from gpuscope.allocator.pipeline import NAMED_QUEUES
-    from gpuscope.allocator.policies import POLICIES
+    from gpuscope.allocator.policies import DEFAULT_POLICY, POLICIES
+    from gpuscope.allocator.policies.mix import DEFAULT_WEIGHT
     from gpuscope.allocator.predict import DEFAULT_MODEL_DIR
+    from gpuscope.allocator.restart import RESTART_BASE_S
 
     queues = ", ".join(NAMED_QUEUES)
     p = subparsers.add_parser(
@@ -31,18 +30,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Predict every job on every GPU type in one batch, place jobs with a "
                     "policy (seed 001 Alg. 1-2), order each GPU's queue, simulate on ground "
                     "truth, write plan, metrics and plots.")
-    p.add_argument("--jobs", required=True, help=f"queue file (.csv/.json) or one of: {queues}")
+    p.add_argument("--jobs", required=True,
+                   help=f"queue file (.csv/.json), a job trace with arrival times (Gavel's "
+                        f"7- or 10-field .trace), or one of: {queues}")
+    p.add_argument("--max-jobs", type=int, default=None,
+                   help="of a trace, keep the first N single-GPU jobs (default: all)")
     p.add_argument("--cluster", required=True,
                    help="TYPE:COUNT,... e.g. gtx1080:1,rtx2070:1, or a cluster TOML file")
-    p.add_argument("--policy", default="comp-eff",
-                   help=f"one or a comma list of {', '.join(POLICIES)}, or 'all'")
-    p.add_argument("--order", default="fifo", help=f"one or a comma list of {', '.join(ORDERS)}")
+    p.add_argument("--policy", default=DEFAULT_POLICY,
+                   help=f"one or a comma list of {', '.join(POLICIES)}, or 'all' "
+                        f"(default: %(default)s)")
+    p.add_argument("--order", default="fifo",
+                   help=f"one or a comma list of {', '.join(ORDERS)} (default: %(default)s)")
+    p.add_argument("--preempt", action="store_true",
+                   help="online policy: a waiting job may stop a running one, which pays a "
+                        "checkpoint-restart cost when it starts again (default: never)")
+    p.add_argument("--restart-s", type=float, default=None,
+                   help="checkpoint-restart cost in seconds, every job and GPU type "
+                        "(default: from model size and the device's bandwidths)")
+    p.add_argument("--restart-base-s", type=float, default=RESTART_BASE_S,
+                   help="the part of the restart cost that does not scale with the model "
+                        "(default: %(default)s s)")
+    p.add_argument("--mix-weight", type=float, default=DEFAULT_WEIGHT,
+                   help="mix policy: weight of average JCT against makespan, 0-1 "
+                        "(default: %(default)s)")
     p.add_argument("--resources", default="all",
                    help="Eq. 2 resource set: all, a comma list, or -RES to drop one")
     p.add_argument("--model-dir", default=str(DEFAULT_MODEL_DIR), help="checkpoint folder")
     p.add_argument("--truth", default=None,
-                   help="ground-truth datasets folder (e.g. datasets/emulated); without it the "
+                   help="ground truth: a datasets folder (e.g. datasets/emulated), a table "
+                        "(.csv/.parquet: job_id or job_type, device, exec_time_s or "
+                        "steps_per_s) or Gavel's simulation_throughputs.json; without it the "
                         "simulation replays the predicted times")
+    p.add_argument("--estimates", default=None,
+                   help="for a trace: a table of the same format the policies plan with "
+                        "(default: the truth itself)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random policy")
     p.add_argument("--steps-per-epoch", type=int, default=None,
                    help="epoch length of the named queues (default: that of the --truth runs)")
@@ -91,37 +113,66 @@ def _allocate(args: argparse.Namespace) -> int:
     from gpuscope.allocator.efficiency import parse_resources
     from gpuscope.allocator.ordering import ORDERS
     from gpuscope.allocator.policies import POLICIES
+    from gpuscope.allocator.trace import is_trace_file
 
     cluster = _cluster(args.cluster)
-    check_output(args.out, [args.jobs, args.cluster, args.truth, args.model_dir], kind="dir",
-                 what="output folder")
+    check_output(args.out, [args.jobs, args.cluster, args.truth, args.model_dir,
+                            args.estimates], kind="dir", what="output folder")
     _check_truth(args.truth)
+    _check_numbers(args)
+    trace = is_trace_file(args.jobs)
+    if trace and args.truth is None:
+        raise InputError(f"--jobs {args.jobs} is a job trace: give its truth with --truth "
+                         "(a table or Gavel's simulation_throughputs.json)")
+    if args.estimates is not None and not trace:
+        raise InputError("--estimates goes with a job trace (a queue is planned on the "
+                         "checkpoints' predictions)")
     if args.submit:
         from gpuscope.slurm.cli import time_scale
 
         time_scale(args.time_scale)
-    policies = _split(args.policy, POLICIES, "policy")
+    policies = _split(args.policy, tuple(POLICIES), "policy")
     orders = _split(args.order, ORDERS, "order")
+    if args.order == "all":
+        orders = [o for o in orders if o != "plan"]
     if args.submit and (len(policies) > 1 or len(orders) > 1 or args.policy == "all"):
         raise InputError("--submit runs one plan: give one --policy and one --order")
     if not args.submit and (getattr(args, "dry_workload", False) or getattr(args, "command", None)):
         raise InputError("--dry-workload and --command go with --submit slurm")
+    if args.preempt and not any(POLICIES[p].online for p in policies):
+        raise InputError("--preempt needs the online policy: --policy ect-online")
     resources = parse_resources(args.resources)
     oracles = [p for p in policies if p.startswith("oracle")]
     if args.truth is None and oracles:
         if args.policy != "all":
-            raise InputError(f"policy {oracles[0]} needs ground truth: give --truth DIR")
+            raise InputError(f"policy {oracles[0]} needs ground truth: give --truth")
         policies = [p for p in policies if p not in oracles]
-    if args.policy == "all":
+    if trace:
+        policies = [p for p in policies if POLICIES[p].reads in ("pred", "truth", "any")]
+        if args.policy == "all":  # a trace has no utilisation predictions
+            policies = [p for p in policies if p != "comp-eff"]
+        elif "comp-eff" in policies:
+            raise InputError("policy comp-eff needs predicted utilisations, which a trace "
+                             "lacks: use ect, exec-time, makespan, mix or ect-online")
+    elif args.policy == "all":
         policies = [p for p in policies if p != "driple" or _has_driple(args, cluster)]
 
-    from gpuscope.allocator.pipeline import check_devices, load_jobs, prepare
+    from gpuscope.allocator.inputs import check_devices, load_jobs, prepare, prepare_trace
     from gpuscope.allocator.report import write_allocation
 
-    check_devices(cluster)
-    jobs = load_jobs(args.jobs, _steps(args, cluster))
-    inp = prepare(jobs, cluster, args.model_dir, args.truth, policies)
-    summary = write_allocation(inp, policies, orders, resources, Path(args.out), seed=args.seed)
+    jobs = []
+    if trace:
+        from gpuscope.allocator.trace import read_trace
+
+        inp = prepare_trace(read_trace(args.jobs, max_jobs=args.max_jobs), cluster,
+                            args.truth, args.estimates)
+    else:
+        check_devices(cluster)
+        jobs = load_jobs(args.jobs, _steps(args, cluster))
+        inp = prepare(jobs, cluster, args.model_dir, args.truth, policies)
+    _restart(args, inp)
+    summary = write_allocation(inp, policies, orders, resources, Path(args.out), seed=args.seed,
+                               weights={"jct": args.mix_weight}, preempt=args.preempt)
     print(summary)
     for note in inp.notes:
         sys.stderr.write(note + "\n")
@@ -140,14 +191,45 @@ def _allocate(args: argparse.Namespace) -> int:
 
 
 def _check_truth(truth: str | None) -> None:
-    """A given ``--truth`` must be an existing folder (issue 18: a typo was ignored)."""
+    """A given ``--truth`` must be an existing folder or truth table (a typo is never
+    ignored)."""
+    from gpuscope.allocator.truth_table import TABLE_SUFFIXES, is_truth_table
+
     if truth is None:
         return
     p = Path(truth)
     if not p.exists():
-        raise InputError(f"--truth {truth}: no such folder")
-    if not p.is_dir():
-        raise InputError(f"--truth {truth}: not a folder (a datasets folder, e.g. datasets/emulated)")
+        raise InputError(f"--truth {truth}: no such folder or file")
+    if not p.is_dir() and not is_truth_table(p):
+        raise InputError(f"--truth {truth}: not a datasets folder nor a truth table "
+                         f"({', '.join(TABLE_SUFFIXES)})")
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    if args.max_jobs is not None and args.max_jobs < 1:
+        raise InputError(f"--max-jobs must be >= 1, got {args.max_jobs}")
+    if not 0.0 <= args.mix_weight <= 1.0:
+        raise InputError(f"--mix-weight must lie in [0, 1], got {args.mix_weight}")
+    for name in ("restart_s", "restart_base_s"):
+        v = getattr(args, name)
+        if v is not None and not (v >= 0 and v < float("inf")):
+            raise InputError(f"--{name.replace('_', '-')} must be a number >= 0, got {v}")
+
+
+def _restart(args: argparse.Namespace, inp: AllocationInputs) -> None:
+    """The checkpoint-restart costs of ``--preempt``: the flag's number, else the model-size
+    formula (:mod:`gpuscope.allocator.restart`) with ``--restart-base-s``."""
+    import numpy as np
+
+    from gpuscope.allocator.restart import RESTART_BASE_S, restart_seconds
+
+    shape = (inp.n_jobs, len(inp.cluster.devices))
+    if args.restart_s is not None:
+        inp.restart_s = np.full(shape, float(args.restart_s))
+    elif inp.restart_s is None:  # a queue: model sizes unknown here, the base cost only
+        inp.restart_s = restart_seconds(np.zeros(shape[0]), inp.cluster, args.restart_base_s)
+    elif args.restart_base_s != RESTART_BASE_S:
+        inp.restart_s = inp.restart_s + (args.restart_base_s - RESTART_BASE_S)
 
 
 def _is_cluster_file(text: str) -> bool:
@@ -188,7 +270,7 @@ def _has_driple(args: argparse.Namespace, cluster: ClusterSpec) -> bool:
 
 
 def _tjng(args: argparse.Namespace) -> int:
-    from gpuscope.allocator.pipeline import check_devices, graph_source, load_jobs
+    from gpuscope.allocator.inputs import check_devices, graph_source, load_jobs
     from gpuscope.allocator.predict import check_checkpoints, domain_warning, predict_queue
     from gpuscope.allocator.tjng_export import export_tjng, one_gpu_times
     from gpuscope.allocator.truth import labels_path, load_truth
@@ -202,7 +284,7 @@ def _tjng(args: argparse.Namespace) -> int:
     check_devices(cluster)
     check_checkpoints(args.model_dir, cluster.devices)
     jobs = load_jobs(args.jobs, _steps(args, cluster))
-    # issue 18: the instance offers every g' <= g on a VM type of g GPUs (seed 002's t_jvg):
+    # the instance offers every g' <= g on a VM type of g GPUs (seed 002's t_jvg):
     # sum_G G (G + 1) / 2 rows per job, ~256 B each in memory; ~128 B per node in tNodes
     rows = len(jobs) * sum(g * (g + 1) // 2 for g in cluster.counts)
     check_memory(f"the t_jng instance of {len(jobs)} jobs on {cluster} ({rows} rows)",

@@ -24,7 +24,8 @@ class Metrics:
         avg_jct_s: mean JCT over the jobs that ran (failed runs count with their time to crash).
         makespan_s: last finish − first arrival of the jobs that ran.
         per_device: one row per device type: ``device, n_jobs, pct, avg_jct_s, busy_s,
-            last_finish_s``.
+            last_finish_s`` (``avg_jct_s`` and ``last_finish_s`` NaN for a type that ran no
+            job: it was idle).
         n_rejected: jobs no device fits (never run).
         n_failed: jobs that ran out of memory on their device in reality.
     """
@@ -36,6 +37,10 @@ class Metrics:
     n_failed: int
 
 
+#: What a table shows for a GPU type that ran no job.
+IDLE: str = "idle"
+
+
 def summarize(schedule: pd.DataFrame, devices: Sequence[str]) -> Metrics:
     """Metrics of a per-job schedule frame (:func:`gpuscope.allocator.simulate.schedule_frame`)."""
     ran = schedule[schedule["status"] != "rejected"]
@@ -44,10 +49,10 @@ def summarize(schedule: pd.DataFrame, devices: Sequence[str]) -> Metrics:
     per = pd.DataFrame({"device": list(devices)})
     per["n_jobs"] = per["device"].map(g.size()).fillna(0).astype(int)
     per["pct"] = 100.0 * per["n_jobs"] / max(n, 1)
-    per["avg_jct_s"] = per["device"].map(g["jct_s"].mean()).fillna(0.0)
+    per["avg_jct_s"] = per["device"].map(g["jct_s"].mean())  # NaN: the type ran no job
     busy = (ran["finish_s"] - ran["start_s"]).groupby(ran["device"]).sum()
     per["busy_s"] = per["device"].map(busy).fillna(0.0)
-    per["last_finish_s"] = per["device"].map(g["finish_s"].max()).fillna(0.0)
+    per["last_finish_s"] = per["device"].map(g["finish_s"].max())
     if len(ran):
         avg = float(ran["jct_s"].mean())
         mk = float(ran["finish_s"].max() - ran["arrival_s"].min())
@@ -58,12 +63,14 @@ def summarize(schedule: pd.DataFrame, devices: Sequence[str]) -> Metrics:
 
 
 def comparison_table(rows: Sequence[tuple[str, Metrics]], digits: int = 2) -> pd.DataFrame:
-    """Seed 001 Tables 10/12/15/17/19: per-GPU average JCT, Average JCT, Makespan (s)."""
+    """Seed 001 Tables 10/12/15/17/19: per-GPU average JCT, Average JCT, Makespan (s). A GPU
+    type that ran no job reads ``idle`` (it has no JCT; 0.00 would read as instant jobs)."""
     out = []
     for label, m in rows:
         rec: dict[str, object] = {"": label}
-        for d, v in zip(m.per_device["device"], m.per_device["avg_jct_s"]):
-            rec[d] = round(float(v), digits)
+        for d, v, c in zip(m.per_device["device"], m.per_device["avg_jct_s"],
+                           m.per_device["n_jobs"]):
+            rec[d] = round(float(v), digits) if c > 0 else IDLE
         rec["Average JCT"] = round(m.avg_jct_s, digits)
         rec["Makespan"] = round(m.makespan_s, digits)
         if m.n_rejected or m.n_failed:

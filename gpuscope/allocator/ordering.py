@@ -10,6 +10,8 @@ distribution is the same under FIFO and SJF).
 * ``sjf-eff`` — seed 001 Alg. 2 *literally*: sort each device's queue by computing efficiency
   ascending. Kept as an option: it is what the pseudocode says, though it orders by a score
   that says nothing about job length.
+* ``plan`` — the order the policy planned (its planned start times): what the ``makespan``
+  and ``mix`` policies' plans assume; for ``ect`` it is its own FIFO or SJF sequence.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 from gpuscope.core.errors import InputError
 
-ORDERS: tuple[str, ...] = ("fifo", "sjf", "sjf-eff")
+ORDERS: tuple[str, ...] = ("fifo", "sjf", "sjf-eff", "plan")
 
 
 def order_keys(
@@ -27,6 +29,7 @@ def order_keys(
     arrivals: np.ndarray,
     pred_time: np.ndarray | None = None,
     eff: np.ndarray | None = None,
+    plan_start: np.ndarray | None = None,
 ) -> np.ndarray:
     """Priority key per job (lower runs first among jobs waiting on the same device).
 
@@ -36,12 +39,18 @@ def order_keys(
         arrivals: arrival time per job (s).
         pred_time: ``(n_jobs, n_devices)`` predicted execution times (``sjf``).
         eff: ``(n_jobs, n_devices)`` computing efficiency, Eq. 2 (``sjf-eff``).
+        plan_start: planned start time per job (``plan``).
     """
     if order not in ORDERS:
         raise InputError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
     arrivals = np.asarray(arrivals, dtype=float)
     if order == "fifo":
         return arrivals.copy()
+    if order == "plan":
+        if plan_start is None or np.isnan(plan_start).all():
+            raise InputError("order plan needs a policy that plans a sequence "
+                             "(ect, makespan, mix)")
+        return np.where(np.isnan(plan_start), np.inf, plan_start)
     mat = pred_time if order == "sjf" else eff
     if mat is None:
         what = "predicted execution times" if order == "sjf" else "computing efficiency"

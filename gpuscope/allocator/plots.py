@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.allocator.metrics import Metrics
+from gpuscope.cluster.counts import ClusterSpec
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -40,9 +41,10 @@ def _save(fig: Figure, path: str | Path) -> Path:
 
 
 def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",
-          models: Sequence[str] | None = None) -> Path:
+          models: Sequence[str] | None = None, cluster: ClusterSpec | None = None) -> Path:
     """One row per GPU instance (``device#gpu``), one bar per job from start to finish, coloured
-    by model when ``models`` (one per schedule row) is given; failed (OOM) runs hatched."""
+    by model when ``models`` (one per schedule row) is given; failed (OOM) runs hatched. With
+    ``cluster`` every GPU gets a row, those that ran nothing labelled ``(idle)``."""
     plt = _plt()
     ran = schedule[schedule["status"] != "rejected"].copy()
     if models is not None:
@@ -52,19 +54,23 @@ def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",
     ran["lane"] = ran["device"].astype(str) + "#" + ran["gpu"].astype(int).astype(str)
     lanes = list(dict.fromkeys(sorted(ran["lane"], key=lambda s: (s.split("#")[0],
                                                                     int(s.split("#")[1])))))
+    if cluster is not None:
+        lanes = [f"{d}#{i}" for d, c in zip(cluster.devices, cluster.counts) for i in range(c)]
+    used = set(ran["lane"])
     kinds = list(dict.fromkeys(ran["model"]))
     cmap = plt.get_cmap("tab10")
     colour = {k: cmap(i % 10) for i, k in enumerate(kinds)}
     h = 1.2 + 0.45 * len(lanes)
     fig, ax = plt.subplots(figsize=(10, max(2.5, h)))
-    scale, unit = (3600.0, "h") if ran["finish_s"].max() > 4 * 3600 else (60.0, "min")
+    end = float(ran["finish_s"].max()) if len(ran) else 0.0
+    scale, unit = (3600.0, "h") if end > 4 * 3600 else (60.0, "min")
     for i, lane in enumerate(lanes):
         sub = ran[ran["lane"] == lane]
         for _, r in sub.iterrows():
             ax.barh(i, (r.finish_s - r.start_s) / scale, left=r.start_s / scale, height=0.7,
                     color=colour[r.model], edgecolor="black", linewidth=0.3,
                     hatch="//" if r.status == "oom" else None)
-    ax.set_yticks(range(len(lanes)), lanes)
+    ax.set_yticks(range(len(lanes)), [ln if ln in used else f"{ln} (idle)" for ln in lanes])
     ax.invert_yaxis()
     ax.set_xlabel(f"time ({unit})")
     ax.set_title(title or "schedule", fontsize=10)

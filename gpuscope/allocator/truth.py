@@ -9,7 +9,7 @@ shortened profiling run). A run whose status is not ``ok`` (out of memory) means
 the job does not fit that device: the oracle never places it there, and a policy that does
 sees the job fail after the recorded time to crash.
 
-Issue 18: a ``--truth`` folder must exist, and each device's labels must hold rows of that
+A ``--truth`` folder must exist, and each device's labels must hold rows of that
 device and of one provenance (:func:`read_truth_labels`); devices of a cluster may differ in
 provenance (``measured+emulated``), rows of one device never do.
 """
@@ -30,7 +30,7 @@ _KEY5 = ("model", "dataset", "optimizer", "batch_size", "epochs")
 
 
 def check_truth_dir(truth_dir: str | Path) -> Path:
-    """A ``--truth`` folder must exist (issue 18: a missing one was silently ignored)."""
+    """A ``--truth`` folder must exist (a missing one must never be ignored)."""
     d = Path(truth_dir)
     if not d.is_dir():
         raise InputError(f"--truth {truth_dir}: no such folder")
@@ -39,7 +39,7 @@ def check_truth_dir(truth_dir: str | Path) -> Path:
 
 def read_truth_labels(path: Path, device: str) -> pd.DataFrame:
     """One device's ground-truth labels: every row of that device and of one provenance
-    (issue 18: never taken from one row), else one :class:`InputError` line."""
+    (never taken from one row), else one :class:`InputError` line."""
     from gpuscope.core.provenance import check_folder_labels
 
     try:
@@ -163,8 +163,3 @@ def load_truth(
         raise InputError(f"ground truth of {r.job_id} on {r.device} has no valid exec_time_s")
     return truth
 
-
-def truth_provenance(truth: pd.DataFrame) -> str:
-    """``measured``, ``emulated`` or ``measured+emulated`` (a mixed cluster)."""
-    p = sorted(set(truth["provenance"].astype(str)))
-    return "+".join(p)

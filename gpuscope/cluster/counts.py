@@ -78,10 +78,6 @@ class ClusterSpec:
         """Device-type index of every GPU instance, types in order (``[0, 0, 1, 2, …]``)."""
         return np.repeat(np.arange(len(self.devices)), self.counts)
 
-    @property
-    def instance_names(self) -> list[str]:
-        return [f"{d}#{i}" for d, c in zip(self.devices, self.counts) for i in range(c)]
-
     def index(self, device: str) -> int:
         try:
             return self.devices.index(device)
