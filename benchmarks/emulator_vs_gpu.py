@@ -3,7 +3,7 @@
 Two measured sources, both committed (``benchmarks/gpu_session.sh`` made them):
 
 * ``datasets/measured/h100-steps.csv``: 75 jobs timed in one process (batch already on the
-  GPU; ``gpuscope.profiling.steps``). Compared with the emulator's GPU-side step time
+  GPU; ``gpuscope profile steps``). Compared with the emulator's GPU-side step time
   ``max(t_gpu, t_dispatch) + t_sync`` (its input-pipeline term is left out, as the measurement
   has no pipeline) and its memory footprint against the caching allocator's peak reserve.
 * ``datasets/measured/h100/``: 23 real profiler runs (own process, CPU input pipeline, NVML

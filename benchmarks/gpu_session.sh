@@ -18,8 +18,8 @@ mkdir -p "$OUT"
   nproc; free -g; grep -m1 'model name' /proc/cpuinfo
 } > "$OUT/env.txt" 2>&1
 echo "== steps (budget ${STEPS_S} s)"
-timeout "$STEPS_S" "$PY" -m gpuscope.profiling.steps --campaign campaigns/gpu-steps.toml \
-  --out "$OUT/steps.csv" --budget-s $((STEPS_S - 30)) --quiet
+timeout "$STEPS_S" "$PY" -m gpuscope profile steps campaigns/gpu-steps.toml \
+  -o "$OUT/steps.csv" --budget-s $((STEPS_S - 30)) --quiet
 echo "steps rc=$? rows=$(($(wc -l < "$OUT/steps.csv") - 1))"
 echo "== campaign (budget ${CAMPAIGN_S} s)"
 timeout "$CAMPAIGN_S" "$PY" -m gpuscope profile run campaigns/gpu-measured.toml \

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpuscope.schedulers.methods import METHODS
+from gpuscope.schedulers.names import METHODS
 from gpuscope.schedulers.reproduce import PR_EQ1, reductions, run_grid
 
 

@@ -21,7 +21,7 @@ from gpuscope.profiling.campaign import pending_jobs
 ROOT = Path(__file__).resolve().parents[1]
 GPUSCOPE = [sys.executable, "-m", "gpuscope.cli"]
 #: The profile subcommands alone (no other stage imported): a fast driver for the kill test.
-PROFILE = [sys.executable, "-m", "gpuscope.profiling.cli"]
+PROFILE = [sys.executable, "-m", "gpuscope"]
 
 SMALL = """
 [campaign]

@@ -24,7 +24,7 @@ from gpuscope.profiling import (
     read_trace,
     write_trace,
 )
-from gpuscope.profiling.cli import main as profile_main
+from gpuscope.cli import main as profile_main
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASURED = ROOT / "datasets" / "measured" / "amd-epyc"

@@ -20,7 +20,7 @@ import pytest
 from gpuscope.core.errors import InputError
 from gpuscope.profiling import Ledger, TraceMeta, parse_campaign, write_trace
 from gpuscope.profiling.campaign import pending_jobs, run_campaign, run_options
-from gpuscope.profiling.cli import main as profile_main
+from gpuscope.cli import main as profile_main
 from gpuscope.profiling.ledger import campaign_lock
 from gpuscope.profiling.runner import HOST_BUSY_FRAC, host_busy
 
@@ -166,7 +166,7 @@ def _campaign_holding_third_job(tmp_path: Path) -> tuple[subprocess.Popen[bytes]
     (pids / "hold").write_text("")
     argv = ["profile", "run", str(_campaign(tmp_path)), "--device-name", "fake", "--out",
             str(runs), "--no-nvml", "--quiet", "--command", cmd]
-    proc = subprocess.Popen([sys.executable, "-m", "gpuscope.profiling.cli", *argv], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "gpuscope", *argv], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     deadline = time.monotonic() + 60

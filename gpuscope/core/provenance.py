@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from gpuscope.core.errors import InputError
 from gpuscope.core.targets import PROVENANCES, TARGETS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _values(labels: pd.DataFrame, col: str, where: str) -> list[str]:

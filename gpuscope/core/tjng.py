@@ -20,18 +20,20 @@ type x GPU count up to the VM's size, cost in $/h per VM) and ``tNodes.csv`` (no
 when they are written in pandas' CSV style (``\\n`` line ends, shortest float repr), as the
 example instance is; otherwise value for value.
 
-This module imports only numpy/pandas, never torch, so every stage may import it.
+numpy and pandas load inside the functions (never torch), so every stage, and the command
+line's parser, may import this module cheaply.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from gpuscope.core.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TJNG_COLUMNS: tuple[str, ...] = ("job_id", "node_type", "n_gpus", "exec_time_s", "cost_per_h", "source")
 JOBS_FILE, TIMES_FILE, NODES_FILE = "Lof_Selectjobs.csv", "SelectJobs_times.csv", "tNodes.csv"
@@ -50,6 +52,9 @@ META_COLUMNS: tuple[str, ...] = ("job_id", "submission_s", "due_s", "weight")
 
 # -- the t_jng DataFrame ---------------------------------------------------------------------
 def _numeric(df: pd.DataFrame, col: str, what: str) -> pd.Series:
+    import numpy as np
+    import pandas as pd
+
     s = pd.to_numeric(df[col], errors="coerce")
     bad = s.isna() | ~np.isfinite(s.to_numpy(dtype=float, na_value=np.nan))
     if bad.any():
@@ -65,6 +70,9 @@ def validate_tjng(df: pd.DataFrame, what: str = "t_jng table") -> pd.DataFrame:
     ids, non-integer or non-positive ``n_gpus``, non-positive or non-finite ``exec_time_s``,
     negative ``cost_per_h``, duplicated (job_id, node_type, n_gpus) rows.
     """
+    import numpy as np
+    import pandas as pd
+
     if not isinstance(df, pd.DataFrame):
         raise InputError(f"{what} must be a pandas DataFrame, got {type(df).__name__}")
     missing = [c for c in TJNG_COLUMNS if c not in df.columns]
@@ -160,6 +168,8 @@ class Instance:
 
 def validate_instance(inst: Instance, what: str = "instance") -> None:
     """Check an :class:`Instance`; raise :class:`InputError` naming the first problem."""
+    import pandas as pd
+
     for name, df, cols in (("jobs", inst.jobs, JOBS_COLUMNS), ("times", inst.times, TIMES_COLUMNS)):
         if not isinstance(df, pd.DataFrame):
             raise InputError(f"{what}: {name} must be a DataFrame")
@@ -205,6 +215,8 @@ def validate_instance(inst: Instance, what: str = "instance") -> None:
 
 
 def _read_csv(path: Path, what: str) -> pd.DataFrame:
+    import pandas as pd
+
     if not path.is_file():
         raise InputError(f"{what}: missing file {path.name} in {path.parent}")
     try:
@@ -232,6 +244,8 @@ def read_instance(directory: str | Path) -> Instance:
 
 def write_instance(inst: Instance, directory: str | Path) -> Path:
     """Write an :class:`Instance` as a reference-format folder; returns the folder."""
+    import pandas as pd
+
     validate_instance(inst)
     from gpuscope.core.io import atomic_write
 
@@ -247,6 +261,9 @@ def write_instance(inst: Instance, directory: str | Path) -> Path:
 def catalog_from_tjng(tjng: pd.DataFrame) -> pd.DataFrame:
     """A VM catalog with one VM type per (node_type, n_gpus) of the table, priced at the mean
     ``cost_per_h`` of that configuration (ANDREAS-style fixed nodes, seed 000 ``c_ng``)."""
+    import numpy as np
+    import pandas as pd
+
     t = validate_tjng(tjng)
     cat = t.groupby(["node_type", "n_gpus"], sort=True)["cost_per_h"].mean().reset_index()
     return pd.DataFrame({
@@ -273,6 +290,9 @@ def tjng_to_instance(
             :func:`catalog_from_tjng`.
         n_nodes: number of nodes ``n1 … nN`` when ``node_names`` is not given.
     """
+    import numpy as np
+    import pandas as pd
+
     t = validate_tjng(tjng)
     cat = catalog_from_tjng(t) if vm_catalog is None else vm_catalog
     miss = [c for c in CATALOG_COLUMNS if c not in cat.columns]
@@ -325,6 +345,9 @@ def tjng_to_instance(
 def instance_to_tjng(inst: Instance, source: str = "instance") -> pd.DataFrame:
     """The t_jng table of an instance: node_type = GPU type, one row per (job, GPU type, g),
     priced at the cheapest VM of that GPU type that offers g GPUs."""
+    import numpy as np
+    import pandas as pd
+
     t = inst.times.assign(
         UniqueJobsID=inst.times["UniqueJobsID"].astype(str),
         nGPUs=pd.to_numeric(inst.times["nGPUs"]).astype(np.int64),
@@ -341,6 +364,8 @@ def instance_to_tjng(inst: Instance, source: str = "instance") -> pd.DataFrame:
 
 def instance_jobs_meta(inst: Instance) -> pd.DataFrame:
     """``job_id, submission_s, due_s, weight`` of an instance's jobs, in file order."""
+    import pandas as pd
+
     j = inst.jobs
     return pd.DataFrame({
         "job_id": j["UniqueJobsID"].astype(str).to_numpy(),

@@ -1,4 +1,4 @@
-"""``gpuscope profile run|label|plot|build-dataset`` (seed 001 §3.1, Fig. 2–3)."""
+"""``gpuscope profile run|label|plot|build-dataset|steps`` (seed 001 §3.1, Fig. 2–3)."""
 
 from __future__ import annotations
 
@@ -70,10 +70,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--quiet", action="store_true")
     b.set_defaults(func=_build)
 
-
-def _positive(name: str, v: float | None) -> None:
-    if v is not None and not v > 0:
-        raise InputError(f"{name} must be > 0, got {v}")
+    st = sub.add_parser("steps", help="time the training steps and GPU memory of a campaign's "
+                                      "jobs in one process (appends to a resumable CSV)")
+    st.add_argument("campaign", help="campaign TOML naming the jobs (e.g. campaigns/gpu-steps.toml)")
+    st.add_argument("-o", "--out", required=True,
+                    help="CSV, one row per job, appended as each finishes; a rerun skips the "
+                         "jobs already in it")
+    st.add_argument("--device", default="cuda", help="torch device (default: %(default)s)")
+    st.add_argument("--budget-s", type=pos_float, help="start no job after this many seconds")
+    st.add_argument("--target-s", type=pos_float, default=2.0,
+                    help="timed seconds per job (default: %(default)s)")
+    st.add_argument("--quiet", action="store_true", help="no progress bar")
+    st.set_defaults(func=_steps)
 
 
 def _sigterm_as_interrupt() -> None:
@@ -117,8 +125,6 @@ def _run(args: argparse.Namespace) -> int:
 
         check_ray_address(args.ray_address)  # one line within seconds, not a minutes-long hang
     campaign = load_campaign(args.campaign)
-    for name in ("max_runs", "timeout_s", "period_s", "memory_limit_mb"):
-        _positive(name.replace("_", "-"), getattr(args, name))
     out = Path(args.out or Path("runs") / args.device_name)
     opts = run_options(
         campaign, args.device_name, timeout_s=args.timeout_s, period_s=args.period_s,
@@ -231,18 +237,25 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _steps(args: argparse.Namespace) -> int:
+    from gpuscope.profiling.campaign import load_campaign
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m gpuscope.profiling.cli profile ...``: the profile subcommands alone, without
-    importing the other stages (a campaign driver on a bare GPU node starts faster); errors as
-    ``gpuscope`` reports them (:func:`gpuscope.cli.run`)."""
-    from gpuscope.cli import OneLineParser, _bound_numbers, run
+    if Path(args.out).suffix.lower() != ".csv":
+        raise InputError(f"{args.out}: the step table is a .csv file")
+    check_output(args.out, [args.campaign], what="step table")
+    jobs = load_campaign(args.campaign).jobs  # a bad campaign fails before torch loads
+    import torch
 
-    parser = OneLineParser(prog="gpuscope")
-    register(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser))
-    _bound_numbers(parser)
-    return run(parser, argv)
+    try:
+        cuda = torch.device(args.device).type == "cuda"
+    except RuntimeError:
+        raise InputError(f"--device {args.device!r} is not a torch device (cpu, cuda, "
+                         "cuda:1, ...)") from None
+    if cuda and not torch.cuda.is_available():
+        raise InputError(f"--device {args.device}: CUDA is not available on this host")
+    from gpuscope.profiling.steps import measure_jobs
 
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    n = measure_jobs(jobs, args.out, args.device, args.budget_s, progress=not args.quiet,
+                     target_s=args.target_s)
+    print(json.dumps({"steps": str(args.out), "measured": n, "campaign_jobs": len(jobs)}))
+    return 0

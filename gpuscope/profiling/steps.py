@@ -16,13 +16,11 @@ its loss) for about ``target_s`` seconds and reads
   during the timed steps.
 
 Rows are appended to a CSV as each job finishes (a killed run keeps every finished row; a
-rerun skips the jobs already there). ``python -m gpuscope.profiling.steps --campaign C
---out steps.csv``.
+rerun skips the jobs already there). ``gpuscope profile steps CAMPAIGN -o steps.csv``.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import gc
 import math
@@ -32,7 +30,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuscope.core.errors import InputError
 from gpuscope.jobs.spec import JobSpec
 
 COLUMNS: tuple[str, ...] = (
@@ -136,7 +133,7 @@ def measure_jobs(jobs: list[JobSpec], out: str | Path, device: str = "cuda",
             w.writeheader()
         for job in tqdm(todo, desc="steps", unit="job", disable=not progress, file=sys.stderr):
             if budget_s is not None and time.perf_counter() - t_start > budget_s:
-                print(f"steptimes: budget of {budget_s:.0f} s reached, "
+                print(f"steps: budget of {budget_s:.0f} s reached, "
                       f"{len(todo) - written} job(s) left", file=sys.stderr)
                 break
             row = measure_job(job, device, **kw)
@@ -144,36 +141,3 @@ def measure_jobs(jobs: list[JobSpec], out: str | Path, device: str = "cuda",
             fh.flush()
             written += 1
     return written
-
-
-def main(argv: list[str] | None = None) -> int:
-    from gpuscope.profiling.campaign import load_campaign
-
-    p = argparse.ArgumentParser(prog="python -m gpuscope.profiling.steps",
-                                description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--campaign", required=True, help="campaign TOML naming the jobs")
-    p.add_argument("--out", required=True, help="CSV of rows (appended; resumable)")
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--budget-s", type=float, default=None, help="stop starting jobs after this")
-    p.add_argument("--target-s", type=float, default=2.0, help="timed seconds per job")
-    p.add_argument("--quiet", action="store_true")
-    a = p.parse_args(argv)
-    try:
-        jobs = load_campaign(a.campaign).jobs
-        if a.device == "cuda":
-            import torch
-
-            if not torch.cuda.is_available():
-                raise InputError("--device cuda asked for, but CUDA is not available")
-    except InputError as e:
-        print(f"steptimes: error: {e}", file=sys.stderr)
-        return 2
-    n = measure_jobs(jobs, a.out, a.device, a.budget_s, progress=not a.quiet,
-                     target_s=a.target_s)
-    print(f"steptimes: {n} job(s) measured into {a.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

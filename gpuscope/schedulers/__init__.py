@@ -11,7 +11,7 @@ from __future__ import annotations
 from gpuscope.core.lazy import attach
 
 __getattr__, __dir__, __all__ = attach(__name__, {
-    "METHODS": ".methods", "FirstPrinciple": ".methods", "PathRelinking": ".methods",
+    "METHODS": ".names", "FirstPrinciple": ".methods", "PathRelinking": ".methods",
     "RandomizedGreedy": ".methods", "make_method": ".methods",
     "Params": ".model", "Problem": ".model", "compile_instance": ".model",
     "load_problem": ".model", "save_problem": ".model",

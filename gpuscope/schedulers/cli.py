@@ -72,17 +72,17 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from gpuscope.schedulers.methods import METHODS
+    from gpuscope.schedulers.names import METHODS, PR_OBJECTIVES, PROXIES
 
     sp = subparsers.add_parser("schedule", help="cost-based online scheduling over t_jng tables (seeds 000, 002)")
     sp.add_argument("--instance", help="reference-format instance folder")
     sp.add_argument("--method", choices=METHODS, default="pr")
     sp.add_argument("--seed", type=int, default=1)
     sp.add_argument("--max-it", type=pos_int, default=None, help="MaxIt_RG (default 1000)")
-    sp.add_argument("--pr-objective", choices=("p1a", "eq1"), default="p1a",
+    sp.add_argument("--pr-objective", choices=PR_OBJECTIVES, default="p1a",
                     help="PR: keep the relinked or the RG solution by the P1a proxy (default), "
                          "or return the relinked one as seed 002's Eq. 1 (eq1)")
-    sp.add_argument("--proxy", choices=("cost", "reference", "p1a"), default="cost",
+    sp.add_argument("--proxy", choices=PROXIES, default="cost",
                     help="RG/PR selection proxy: 'cost' (default: what a solution will cost), "
                          "'reference' (the reference C++'s objective), 'p1a' (seed 002's P1a)")
     sp.add_argument("--candidates", type=pos_int, default=None,

@@ -112,7 +112,7 @@ def construct(
     proxy: str = "p1a",
 ) -> Batch:
     """Build ``n_iter`` solutions (iteration 0 deterministic; the others need ``rng``);
-    ``obj`` is the selection proxy ``proxy`` (:data:`gpuscope.schedulers.proxies.PROXIES`)."""
+    ``obj`` is the selection proxy ``proxy`` (:data:`gpuscope.schedulers.names.PROXIES`)."""
     k, N = st.k, p.n_nodes
     n_it = n_iter if rng is not None else 1
     Ra = masked_times(p, st)

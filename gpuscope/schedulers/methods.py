@@ -16,7 +16,8 @@ from gpuscope.core.errors import InputError
 from gpuscope.schedulers.fastgreedy import greedy_decision, postprocess_fast
 from gpuscope.schedulers.greedy import construct
 from gpuscope.schedulers.model import Problem
-from gpuscope.schedulers.proxies import PROXIES, decision_proxy
+from gpuscope.schedulers.names import METHODS, PR_OBJECTIVES, PROXIES
+from gpuscope.schedulers.proxies import decision_proxy
 from gpuscope.schedulers.relinking import elite, relink
 from gpuscope.schedulers.repack import repack
 from gpuscope.schedulers.step import (
@@ -27,8 +28,6 @@ from gpuscope.schedulers.step import (
     f_eq1,
     masked_times,
 )
-
-METHODS: tuple[str, ...] = ("fifo", "edf", "ps", "greedy", "rg", "pr")
 
 
 class FirstPrinciple:
@@ -120,10 +119,6 @@ def finish(p: Problem, st: StepState, d: Decision, proxy: str, with_repack: bool
     b = postprocess_fast(p, st, r)
     vb = decision_proxy(p, st, b, proxy, Ra)
     return (b, vb) if vb < va - 1e-9 * max(1.0, abs(va)) else (a, va)
-
-
-#: PathRelinking objectives: ``p1a`` (default, improved) or ``eq1`` (seed 002 as written).
-PR_OBJECTIVES: tuple[str, ...] = ("p1a", "eq1")
 
 
 def _check_candidates(n: int) -> int:

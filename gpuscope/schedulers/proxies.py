@@ -21,8 +21,6 @@ import numpy as np
 from gpuscope.schedulers.model import Problem
 from gpuscope.schedulers.step import Decision, StepState, f_obj, masked_times
 
-PROXIES: tuple[str, ...] = ("cost", "reference", "p1a")
-
 
 def proxy_by_position(p: Problem, st: StepState, Ra: np.ndarray, kind: str, o: np.ndarray,
                       cp: np.ndarray, nodes: np.ndarray, vm: np.ndarray, free: np.ndarray,

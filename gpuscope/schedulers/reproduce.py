@@ -14,12 +14,12 @@ from tqdm import tqdm
 
 from gpuscope.schedulers.instances import generate
 from gpuscope.schedulers.methods import (
-    METHODS,
     FirstPrinciple,
     PathRelinking,
     RandomizedGreedy,
     make_method,
 )
+from gpuscope.schedulers.names import METHODS
 from gpuscope.schedulers.simulate import simulate
 
 #: Extra experiment-only method name: Path Relinking with seed 002's Eq. 1 as written.

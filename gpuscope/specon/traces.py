@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from gpuscope.core.errors import InputError
 
 MODELS: tuple[str, ...] = ("vae", "rnn", "birnn", "gru", "dynamic_rnn")
@@ -62,6 +60,8 @@ class JobSpecS:
 
 def make_trace(name: str, seed: int = 0, scale: float | None = None) -> tuple[list[JobSpecS], int]:
     """The jobs of workload ``name`` and its worker count."""
+    import numpy as np
+
     if name not in WORKLOADS:
         raise InputError(f"unknown workload {name!r}; expected one of {', '.join(WORKLOADS)}")
     n, workers, window, multi, _ = WORKLOADS[name]
@@ -89,6 +89,8 @@ def calibrate_scale(name: str, target_s: float, seeds: range = range(20), lo: fl
                     hi: float = 2000.0, tol_s: float = 0.5) -> float:
     """The SCALE for ``name`` at which DS's average JCT, averaged over ``seeds`` under ``ps``,
     equals ``target_s`` (bisection; DS's JCTs grow monotonically with job length)."""
+    import numpy as np
+
     from gpuscope.specon.simulate import SimConfig, simulate
 
     def mean_jct(scale: float) -> float:
