@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gpuscope.cli import main as profile_main
 from gpuscope.core.errors import InputError
 from gpuscope.core.targets import GPU_RESOURCES
 from gpuscope.jobs.spec import JobSpec
@@ -24,7 +25,6 @@ from gpuscope.profiling import (
     read_trace,
     write_trace,
 )
-from gpuscope.cli import main as profile_main
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASURED = ROOT / "datasets" / "measured" / "amd-epyc"

@@ -17,10 +17,10 @@ import pandas as pd
 import psutil
 import pytest
 
+from gpuscope.cli import main as profile_main
 from gpuscope.core.errors import InputError
 from gpuscope.profiling import Ledger, TraceMeta, parse_campaign, write_trace
 from gpuscope.profiling.campaign import pending_jobs, run_campaign, run_options
-from gpuscope.cli import main as profile_main
 from gpuscope.profiling.ledger import campaign_lock
 from gpuscope.profiling.runner import HOST_BUSY_FRAC, host_busy
 
