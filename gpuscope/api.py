@@ -70,35 +70,14 @@ def trace(model: nn.Module, *, dataset: str, batch_size: int, optimizer: str = "
     for models bigger than memory); ``amp-*`` precisions need it on the meta device. The loss
     is chosen from the output as for ``--module`` jobs (``Workload._auto_loss``).
     """
-    import torch
-
-    from gpuscope.graphs.export import _fake_cpu, job_meta
-    from gpuscope.graphs.frontends.torch import trace_train_step
-    from gpuscope.workloads.workload import make_workload
+    from gpuscope.graphs.export import trace_module
 
     shapes = ",".join(f"{n}:{tuple(p.shape)}" for n, p in model.named_parameters())
     digest = hashlib.sha1((repr(model) + shapes).encode()).hexdigest()[:12]
     name = name or type(model).__name__
     j = JobSpec(name, dataset, optimizer, batch_size, 1, precision=precision,
                 grad_accum=grad_accum, module=f"python:{type(model).__qualname__}@{digest}")
-    modules = torch.nn.ModuleDict({"model": model})
-    modules.train()
-    device = next(iter(model.parameters())).device
-    meta = {**job_meta(j), "trace_device": device.type}
-    if precision.startswith("amp-"):
-        if device.type != "meta":
-            raise InputError("trace(): build the model on the meta device for amp-* precision")
-        from torch._subclasses.fake_tensor import FakeTensorMode
-
-        with FakeTensorMode(allow_non_fake_inputs=True):
-            wl = _fake_cpu(make_workload(j, "auto", modules), j)
-            batch = wl.sample_batch(device="cpu")
-            return trace_train_step(wl.train_step, batch, wl.modules, wl.optimizers,
-                                    name=j.graph_key, meta={**meta, "trace_device": "fake-cpu"})
-    wl = make_workload(j, "auto", modules)
-    batch = wl.sample_batch(device=device)
-    return trace_train_step(wl.train_step, batch, wl.modules, wl.optimizers, name=j.graph_key,
-                            meta=meta)
+    return trace_module(model, j)
 
 
 def estimate(jobs: JobSpec | Sequence[JobSpec] | str | Path, devices: str = "all",
@@ -108,9 +87,10 @@ def estimate(jobs: JobSpec | Sequence[JobSpec] | str | Path, devices: str = "all
     ``jobs``: a job, a list, or a queue file; ``devices``: ``all`` or ``v100,a100``."""
     import pandas as pd
 
-    from gpuscope.emulator.table import COLUMNS, _devices, estimate_rows
+    from gpuscope.cluster.devices import parse_device_list
+    from gpuscope.emulator.table import COLUMNS, estimate_rows
 
-    rows, _ = estimate_rows(_jobs(jobs), _devices(devices, None),
+    rows, _ = estimate_rows(_jobs(jobs), parse_device_list(devices),
                             None if graph_cache is None else str(graph_cache))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 

@@ -180,7 +180,10 @@ def get_device(name: str, path: str | Path | None = None) -> DeviceSpec:
 
 
 def parse_device_list(text: str, path: str | Path | None = None) -> list[DeviceSpec]:
-    """Devices named in a comma-separated list (``gtx1080,rtx2070,titanx``)."""
+    """Devices named in a comma-separated list (``gtx1080,rtx2070,titanx``), or every device
+    of the catalog for ``all``."""
+    if text.strip().lower() == "all":
+        return list(load_catalog(path).values())
     names = [n for n in (s.strip() for s in text.split(",")) if n]
     if not names:
         raise InputError("no device named; give a comma-separated list such as gtx1080,titanx")

@@ -1,6 +1,7 @@
 """The base layer every room may import: errors, file I/O, number limits, data locations, the
-label targets, provenance checks and the t_jng contract. It imports no room, and nothing here
-imports torch at import time (``tests/test_layering.py`` checks both).
+label targets, provenance checks and the t_jng contract. It imports no room
+(``tests/test_layering.py``), and none of its modules loads torch, pandas or numpy when
+imported (``tests/test_cli_startup.py``).
 
 * :mod:`~gpuscope.core.errors`: ``InputError`` (one line, exit 2), ``CheckpointError``,
   ``SlurmError``;

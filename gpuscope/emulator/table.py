@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuscope.core.errors import InputError
-from gpuscope.jobs.args import add_job_arguments, job_from_args
+from gpuscope.workloads.args import add_job_arguments, job_from_args
 
 COLUMNS: tuple[str, ...] = (
     "job_id", "model", "device", "status", "step_s", "samples_per_s", "mem_gb", "device_mem_gb",
@@ -48,14 +48,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--params", help="emulator parameters JSON (default: calibrated)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)
-
-
-def _devices(text: str, catalog: str | None) -> list[Any]:
-    from gpuscope.cluster.devices import load_catalog, parse_device_list
-
-    if text.strip().lower() == "all":
-        return list(load_catalog(catalog).values())
-    return parse_device_list(text, catalog)
 
 
 def estimate_rows(jobs: list[Any], devices: list[Any], graph_cache: str | None = None,
@@ -138,9 +130,10 @@ def _json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _run(a: argparse.Namespace) -> int:
+    from gpuscope.cluster.devices import parse_device_list
     from gpuscope.jobs.queue import read_queue
 
-    devices = _devices(a.devices, a.catalog)  # an unknown device fails before any work
+    devices = parse_device_list(a.devices, a.catalog)  # an unknown device fails before any work
     if a.jobs:
         if any(getattr(a, k) for k in ("job", "model", "module", "hf", "hf_config", "graph")):
             raise InputError("give --jobs QUEUE or one job's options, not both")

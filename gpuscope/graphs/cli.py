@@ -22,7 +22,7 @@ from typing import Any
 from gpuscope.core.errors import InputError
 from gpuscope.core.io import check_output
 from gpuscope.core.limits import check_memory, pos_int
-from gpuscope.jobs.args import add_job_arguments, job_from_args
+from gpuscope.workloads.args import add_job_arguments, job_from_args
 
 
 def register(subparsers: Any) -> None:

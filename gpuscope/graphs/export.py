@@ -61,6 +61,36 @@ def _fake_cpu(wl: Any, job: JobSpec) -> Any:
     return make_workload(job, wl.kind, wl.modules, scaler_device="cpu")
 
 
+def trace_module(model: Any, job: JobSpec) -> OpGraph:
+    """One training step of an in-memory ``nn.Module`` as ``job`` describes it (dataset,
+    batch, optimizer, precision), traced where its parameters are: the meta device for a
+    weightless trace (``amp-*`` precisions need it: they are traced on fake CPU tensors)."""
+    import torch
+
+    from gpuscope.core.errors import InputError
+    from gpuscope.graphs.frontends.torch import trace_train_step
+    from gpuscope.workloads.workload import make_workload
+
+    modules = torch.nn.ModuleDict({"model": model})
+    modules.train()
+    device = next(iter(model.parameters())).device
+    meta = {**job_meta(job), "trace_device": device.type}
+    if job.precision.startswith("amp-"):
+        if device.type != "meta":
+            raise InputError("trace(): build the model on the meta device for amp-* precision")
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            wl = _fake_cpu(make_workload(job, "auto", modules), job)
+            batch = wl.sample_batch(device="cpu")
+            return trace_train_step(wl.train_step, batch, wl.modules, wl.optimizers,
+                                    name=job.graph_key, meta={**meta, "trace_device": "fake-cpu"})
+    wl = make_workload(job, "auto", modules)
+    batch = wl.sample_batch(device=device)
+    return trace_train_step(wl.train_step, batch, wl.modules, wl.optimizers, name=job.graph_key,
+                            meta=meta)
+
+
 def export_torch(job: JobSpec, device: str = "meta") -> OpGraph:
     """Trace the catalog workload of ``job`` (forward, backward, optimizer step) on ``device``."""
 

@@ -7,8 +7,9 @@
     --job job.json                                  (all of it from a JobSpec JSON file)
 
 Queue files (``.csv``/``.json``) carry the same fields as columns (``gpuscope.jobs.spec``).
-A base module: it imports only ``gpuscope.jobs.spec`` and ``gpuscope.core.errors`` (torch only inside
-``job_from_args`` when a module factory must be asked for its input spec).
+It lives with the workloads because a module factory may declare its own dataset, which only
+building it (on the meta device, torch inside ``job_from_args``) can tell; importing this
+module loads neither torch nor pandas, so the commands' parsers stay light.
 """
 
 from __future__ import annotations
