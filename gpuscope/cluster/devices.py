@@ -45,7 +45,10 @@ class DeviceSpec:
     the SM clock the GPU holds under a sustained training/inference load where a cited
     measurement shows it lower (a 70 W T4 at its power cap; issue 11 item 4); 0 = not given,
     the peaks are taken as sustained. ``clock_factor`` scales the compute peaks, not the
-    memory bandwidth (the memory clock is not power-throttled).
+    memory bandwidth (the memory clock is not power-throttled). ``l2_mb`` is the L2 cache
+    (MiB; 0 = not given, the kernel model then assumes its architecture's typical L2 per SM)
+    and ``aliases`` the comma-separated names the GPU reports (``torch.cuda.get_device_name``,
+    e.g. ``Tesla T4``), which kernel tables may use instead of the catalog name.
     """
 
     name: str
@@ -68,6 +71,8 @@ class DeviceSpec:
     host_era: str = "legacy"
     boost_clock_mhz: float = 0.0
     sustained_clock_mhz: float = 0.0
+    l2_mb: float = 0.0
+    aliases: str = ""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -102,7 +107,7 @@ class DeviceSpec:
 
 
 #: Fields a catalog entry may leave out (default 0: not given).
-OPTIONAL_FIELDS: tuple[str, ...] = ("boost_clock_mhz", "sustained_clock_mhz")
+OPTIONAL_FIELDS: tuple[str, ...] = ("boost_clock_mhz", "sustained_clock_mhz", "l2_mb", "aliases")
 SPEC_FIELDS: tuple[str, ...] = tuple(
     f.name for f in fields(DeviceSpec) if f.name not in ("name", "sources", *OPTIONAL_FIELDS)
 )
@@ -116,7 +121,7 @@ def _parse(name: str, d: dict[str, Any], path: Path) -> DeviceSpec:
     for f in fields(DeviceSpec):
         if f.name in ("name", "sources"):
             continue
-        v = d.get(f.name, 0.0) if f.name in OPTIONAL_FIELDS else d[f.name]
+        v = d.get(f.name, f.default) if f.name in OPTIONAL_FIELDS else d[f.name]
         if f.type in ("int", int):
             kw[f.name] = int(v)
         elif f.type in ("float", float):
@@ -131,6 +136,8 @@ def _parse(name: str, d: dict[str, Any], path: Path) -> DeviceSpec:
     for k in ("fp32_tflops", "mem_gb", "mem_bw_gbs", "host_cores", "host_single_core"):
         if kw[k] <= 0:
             raise InputError(f"{path}: device {name!r}: {k} must be > 0")
+    if kw["l2_mb"] < 0:
+        raise InputError(f"{path}: device {name!r}: l2_mb must be >= 0 MiB")
     if kw["boost_clock_mhz"] < 0 or kw["sustained_clock_mhz"] < 0:
         raise InputError(f"{path}: device {name!r}: clocks must be >= 0 MHz")
     if kw["sustained_clock_mhz"] > 0 and not 0 < kw["sustained_clock_mhz"] <= kw["boost_clock_mhz"]:
@@ -170,10 +177,30 @@ def load_references(path: str | Path | None = None) -> dict[str, str]:
     return dict(_load(str(_catalog_path(path).resolve()))[1])
 
 
-def get_device(name: str, path: str | Path | None = None) -> DeviceSpec:
-    """The catalog device ``name``; an unknown name raises ``InputError`` listing known ones."""
+def _norm(name: str) -> str:
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
+def resolve_device_name(name: str, path: str | Path | None = None) -> str | None:
+    """The catalog name of ``name``: a catalog name, or one of a device's ``aliases`` (the
+    names GPUs report, e.g. ``Tesla V100-PCIE-32GB``), compared without case, spaces or
+    punctuation; ``None`` when nothing matches."""
     cat = load_catalog(path)
     key = name.strip().lower()
+    if key in cat:
+        return key
+    want = _norm(name)
+    for n, d in cat.items():
+        if want == _norm(n) or want in {_norm(a) for a in d.aliases.split(",") if a.strip()}:
+            return n
+    return None
+
+
+def get_device(name: str, path: str | Path | None = None) -> DeviceSpec:
+    """The catalog device ``name`` (or alias); an unknown name raises ``InputError`` listing
+    known ones."""
+    cat = load_catalog(path)
+    key = resolve_device_name(name, path) or name.strip().lower()
     if key not in cat:
         raise InputError(f"unknown device {name!r}; known devices: {', '.join(sorted(cat))}")
     return cat[key]

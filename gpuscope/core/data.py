@@ -99,3 +99,17 @@ def read_gavel_trace(path: str | Path) -> pd.DataFrame:
         return pd.read_csv(path, sep="\t", header=None, names=GAVEL_TRACE_COLUMNS)
     except (OSError, ValueError) as e:
         raise InputError(f"cannot read Gavel trace {path}: {e}") from None
+
+
+def shared_data_dir() -> Path:
+    """Others' measured data read by path, not copied (``../shared/data`` beside the
+    repository, or one level further up from a git worktree): ``$GPUSCOPE_SHARED_DATA`` if set.
+    ``neusight-kernels/`` and ``pytorch-gpu-benchmark/`` live there (their README)."""
+    env = os.environ.get("GPUSCOPE_SHARED_DATA")
+    if env:
+        return Path(env)
+    root = Path(__file__).resolve().parents[2]
+    for cand in (root.parent / "shared" / "data", root.parent.parent / "shared" / "data"):
+        if cand.is_dir():
+            return cand
+    return root.parent / "shared" / "data"

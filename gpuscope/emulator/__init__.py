@@ -7,7 +7,9 @@ Public API:
 * ``multi_gpu_time(t1, job, graph, device, g)``: data-parallel execution time on g GPUs;
 * ``footprint``: the memory model; ``EmulatorParams`` / ``default_params``: its constants;
 * ``synth_trace``: a 6 Hz trace of an emulated run; ``emulate_campaign``: runs folders exactly
-  as a real profiling campaign writes them (``gpuscope emulate``).
+  as a real profiling campaign writes them (``gpuscope emulate``);
+* ``kernel_time(op, device, **shape)``: one kernel's device time by the kernel model
+  (``gpuscope.emulator.kernels``).
 
 Names load on first use (:mod:`gpuscope.core.lazy`).
 """
@@ -22,5 +24,5 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "EmulatorParams": ".params", "default_params": ".params",
     "Estimate": ".perf", "GraphCost": ".perf", "estimate": ".perf",
     "CostCache": ".runs", "emulate_campaign": ".runs", "emulate_device": ".runs",
-    "synth_trace": ".traces",
+    "synth_trace": ".traces", "kernel_time": ".kernels.api",
 })

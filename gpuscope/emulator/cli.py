@@ -10,16 +10,23 @@ from typing import Any
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "emulate",
-        help="emulate a profiling campaign on catalog GPUs (writes runs folders)",
+        help="emulate a profiling campaign on catalog GPUs (writes runs folders), or price kernels",
         description=(
             "Emulate every job of CAMPAIGN (a campaign TOML, e.g. campaigns/table3.toml) on each "
             "catalog device and write one runs folder per device (<out>/<device>/: ledger.sqlite "
-            "+ traces/, provenance=emulated), resumable; then `gpuscope profile build-dataset`."
+            "+ traces/, provenance=emulated), resumable; then `gpuscope profile build-dataset`. "
+            "`gpuscope emulate kernels --input K.parquet [--devices D] -o out.parquet` instead "
+            "prices a kernel table in NeuSight's schema (op + shape columns, a device column or "
+            "--devices) and writes its rows back with pred_ms (docs/emulator.md, Kernel model)."
         ),
     )
-    p.add_argument("campaign", help="campaign TOML file")
-    p.add_argument("--devices", required=True,
+    p.add_argument("campaign", help="campaign TOML file, or `kernels` to price a kernel table")
+    p.add_argument("--devices", default=None,
                    help="comma-separated catalog devices (datasets/devices.toml), e.g. gtx1080,rtx2070,titanx")
+    p.add_argument("--input", default=None, help="kernels: the kernel table (.parquet or .csv)")
+    p.add_argument("-o", "--output", default=None, help="kernels: output table (.parquet or .csv)")
+    p.add_argument("--kernel-params", default=None,
+                   help="kernels: kernel-model parameters JSON (default: the fitted ones)")
     p.add_argument("--out", default="runs/emulated", help="output root (default runs/emulated)")
     p.add_argument("--seed", type=int, default=0, help="noise seed (default 0)")
     p.add_argument("--graph-cache", default=None, help="graph cache folder (default ~/.cache/gpuscope/graphs)")
@@ -31,7 +38,12 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from gpuscope.cluster.devices import parse_device_list
+    from gpuscope.core.errors import InputError
 
+    if args.campaign == "kernels":
+        return _kernels(args)
+    if not args.devices:
+        raise InputError("emulate: --devices is required for a campaign")
     devices = parse_device_list(args.devices, args.catalog)  # unknown name: exit 2 before work
     from gpuscope.core.io import check_output
     from gpuscope.emulator.params import EmulatorParams, default_params
@@ -47,4 +59,30 @@ def _run(args: argparse.Namespace) -> int:
         costs=CostCache(cache_dir=args.graph_cache), progress=not args.quiet,
     )
     print(json.dumps({"campaign": camp.name, "out": args.out, "runs": summary}))
+    return 0
+
+
+def _kernels(args: argparse.Namespace) -> int:
+    """``gpuscope emulate kernels``: a NeuSight-schema table priced row by row."""
+    import pandas as pd
+
+    from gpuscope.cluster.devices import parse_device_list
+    from gpuscope.core.errors import InputError
+    from gpuscope.core.io import check_output, read_table, write_table
+    from gpuscope.emulator.kernels import KernelParams, default_kernel_params, predict_table
+
+    if not args.input or not args.output:
+        raise InputError("emulate kernels: needs --input TABLE and -o OUTPUT")
+    check_output(args.output, [args.input, args.kernel_params, args.catalog], what="kernel table")
+    df = read_table(args.input, "kernel table")
+    if args.devices:
+        names = [d.name for d in parse_device_list(args.devices, args.catalog)]
+        df = pd.concat([df.assign(device=n) for n in names], ignore_index=True)
+    elif "device" not in df.columns:
+        raise InputError(f"kernel table {args.input} has no device column: give --devices")
+    params = (KernelParams.load(args.kernel_params) if args.kernel_params
+              else default_kernel_params())
+    out = df.assign(pred_ms=predict_table(df, params, args.catalog))
+    write_table(out, args.output, [args.input], "kernel table")
+    print(json.dumps({"rows": len(out), "out": args.output, "provenance": "emulated"}))
     return 0

@@ -1,0 +1,21 @@
+"""Maintainer tools of the emulator: fitting its constants on measurements.
+
+* ``fit``: the graph-level parameters (host eras, multi-GPU, start-up) on measured steps
+  and runs; ``fidelity``: the comparisons against others' measurements; ``bundle``: the
+  bundled datasets' provenance;
+* ``kernel_fit``: the kernel model's parameters fitted on measured kernel latencies
+  (NeuSight's schema), leave-one-GPU-out validation, and one device's figures fitted from its
+  own kernel sweep (``fit_device``).
+
+Names load on first use (:mod:`gpuscope.core.lazy`).
+"""
+
+from __future__ import annotations
+
+from gpuscope.core.lazy import attach
+
+__getattr__, __dir__, __all__ = attach(__name__, {
+    "DeviceFit": ".kernel_fit", "KernelFitResult": ".kernel_fit", "fit_device": ".kernel_fit",
+    "fit_kernel_params": ".kernel_fit", "leave_one_gpu_out": ".kernel_fit",
+    "read_kernel_table": ".kernel_fit",
+})

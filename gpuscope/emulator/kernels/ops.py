@@ -1,0 +1,103 @@
+"""Kernel tables in NeuSight's schema -> ``KernelBatch`` (and one kernel -> a batch of one).
+
+The op names and shape columns of NeuSight's kernel measurements (Lee et al., ASPLOS 2025;
+``../shared/data/neusight-kernels``): ``bmm`` and ``linear`` (``B, M, N, K``: ``torch.bmm`` of
+``(B, M, N) @ (B, N, K)``; ``nn.Linear(N, K)`` with bias on a ``(B, M, N)`` input), ``conv``
+(``B, Input_Channel, Output_Channel, Kernel_Szie, Input_Size, Stride, Padding``: a square
+``nn.Conv2d`` without bias), the element-wise ``add mul div pow`` of two ``(B, H)`` tensors,
+their ``*u`` forms with a Python scalar and ``relu tanh gelu`` of one, and ``softmax`` /
+``ln`` (layer norm) over the rows of a ``(B, H)`` tensor. FP32 throughout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from gpuscope.core.errors import InputError
+from gpuscope.emulator.kernels.model import KIND, ROW_TABLES, KernelBatch
+
+BINARY: tuple[str, ...] = ("add", "mul", "div", "pow")
+UNARY: tuple[str, ...] = ("addu", "mulu", "divu", "powu", "relu", "tanh", "gelu")
+#: Every op of the schema and the shape columns it needs.
+OP_COLUMNS: dict[str, tuple[str, ...]] = {
+    "bmm": ("B", "M", "N", "K"), "linear": ("B", "M", "N", "K"),
+    "conv": ("B", "Input_Channel", "Output_Channel", "Kernel_Szie", "Input_Size", "Stride",
+             "Padding"),
+    **{op: ("B", "H") for op in (*BINARY, *UNARY, "softmax", "ln")},
+}
+#: Kernel class of each op (the figures are reported per class).
+OP_CLASS: dict[str, str] = {"bmm": "gemm", "linear": "gemm", "conv": "conv",
+                            **{op: "elementwise" for op in (*BINARY, *UNARY)},
+                            "softmax": "softmax", "ln": "layer_norm"}
+
+
+def batch_from_table(df: pd.DataFrame) -> KernelBatch:
+    """The kernels of a NeuSight-schema table (column ``op`` and each op's shape columns),
+    FP32; a row with an unknown op or a missing/non-positive shape raises ``InputError``
+    naming it."""
+    if "op" not in df.columns:
+        raise InputError("kernel table has no 'op' column")
+    ops = df["op"].astype(str).to_numpy()
+    bad = sorted(set(ops) - set(OP_COLUMNS))
+    if bad:
+        raise InputError(f"kernel table: unknown op(s) {', '.join(bad)}; known: {', '.join(OP_COLUMNS)}")
+    n = len(df)
+    kb = KernelBatch.empty(n)
+    cols: dict[str, np.ndarray] = {}
+    for op in sorted(set(ops)):
+        m = ops == op
+        for c in OP_COLUMNS[op]:
+            if c not in df.columns:
+                raise InputError(f"kernel table: op {op!r} needs column {c!r}")
+            v = pd.to_numeric(df.loc[m, c], errors="coerce").to_numpy(dtype=float)
+            ok = np.isfinite(v) & (v >= (0 if c == "Padding" else 1))
+            if not ok.all():
+                i = int(np.flatnonzero(m)[np.flatnonzero(~ok)[0]])
+                raise InputError(f"kernel table row {i}: op {op!r} has {c} = "
+                                 f"{df[c].iloc[i]!r} (expected a positive number)")
+            cols.setdefault(c, np.zeros(n))[m] = v
+    fill(kb, ops, cols)
+    return kb
+
+
+def fill(kb: KernelBatch, ops: np.ndarray, cols: Mapping[str, np.ndarray]) -> None:
+    """Write the kernels of NeuSight ops ``ops`` with shape columns ``cols`` into ``kb``."""
+    def col(c: str) -> np.ndarray:
+        return cols.get(c, np.zeros(len(ops)))
+
+    b, m, n, k, h = col("B"), col("M"), col("N"), col("K"), col("H")
+    e = b * h
+    for op in set(ops.tolist()):
+        r = ops == op
+        if op in ("bmm", "linear"):
+            kb.kind[r] = KIND["gemm"]
+            if op == "bmm":  # (B, M, N) @ (B, N, K): out M x K, reduction N
+                kb.bmnk[r] = np.stack([b, m, k, n], axis=1)[r]
+                kb.bytes[r] = 4.0 * (b * (m * n + n * k + m * k))[r]
+            else:  # (B*M) x N times W^T (N x K) plus bias
+                kb.bmnk[r] = np.stack([np.ones_like(b), b * m, k, n], axis=1)[r]
+                kb.bytes[r] = 4.0 * (b * m * n + n * k + 2 * b * m * k)[r]
+            kb.flops[r] = (2.0 * b * m * n * k)[r]
+            kb.gemm[r] = True
+        elif op == "conv":
+            kb.kind[r] = KIND["conv"]
+            c_in, c_out = col("Input_Channel"), col("Output_Channel")
+            ks, size, st, pad = col("Kernel_Szie"), col("Input_Size"), col("Stride"), col("Padding")
+            out = np.floor((size + 2 * pad - ks) / np.maximum(st, 1.0)) + 1
+            geom = np.stack([b, c_in, size, size, c_out, ks, ks, st, np.ones_like(b), out, out], 1)
+            kb.geom[r] = geom[r]
+            kb.flops[r] = (2.0 * b * c_out * out * out * c_in * ks * ks)[r]
+            kb.bytes[r] = 4.0 * (b * c_in * size * size + b * c_out * out * out + c_out * c_in * ks * ks)[r]
+            kb.cudnn[r] = True
+        elif op in ("softmax", "ln"):
+            kb.kind[r] = KIND["rows"]
+            kb.rowsub[r] = ROW_TABLES.index("softmax" if op == "softmax" else "layer_norm")
+            kb.rows[r], kb.cols[r] = b[r], h[r]
+            kb.bytes[r] = 8.0 * e[r]
+        else:
+            kb.kind[r] = KIND["memory"]
+            kb.bytes[r] = (12.0 if op in BINARY else 8.0) * e[r]
+        kb.work[r] = kb.bytes[r]
