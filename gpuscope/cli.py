@@ -26,6 +26,7 @@ from gpuscope.core.errors import InputError
 
 #: Room CLI modules, in pipeline order.
 STAGE_CLIS: tuple[str, ...] = (
+    "gpuscope.cluster.cli",
     "gpuscope.jobs.cli",
     "gpuscope.graphs.cli",
     "gpuscope.workloads.cli",

@@ -37,7 +37,7 @@ BASE: dict[str, list[str]] = {
     "graph summary": ["graph", "summary", "--models", "lenet", "-o", "{d}/out/gs.csv"],
     "workloads list": ["workloads", "list"],
     "workloads pipeline": ["workloads", "pipeline", "--dataset", "mnist", "--samples", "2"],
-    "profile run": ["profile", "run", "{d}/c.toml", "--device-name", "v100",
+    "profile run": ["profile", "run", "{d}/c.toml", "--device-name", "sweep-gpu",
                     "--out", "{d}/out/runs", "--quiet"],
     "profile label": ["profile", "label", "{d}/runs/v100", "-o", "{d}/out/l.csv"],
     "profile plot": ["profile", "plot", "{d}/trace.parquet", "-o", "{d}/out/p.png"],

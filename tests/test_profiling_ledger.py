@@ -94,7 +94,7 @@ def test_profile_run_into_other_device_folder_exits_2(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     runs = tmp_path / "runs"
     _record(runs, _meta("lenet-cifar10-sgd-b8-e1-s1", "a100"))
-    rc = profile_main(["profile", "run", str(_campaign(tmp_path)), "--device-name", "h100",
+    rc = profile_main(["profile", "run", str(_campaign(tmp_path)), "--device-name", "my-h100",
                        "--out", str(runs), "--no-nvml", "--quiet", "--command", _fake(tmp_path)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "device 'a100'" in err[0], err

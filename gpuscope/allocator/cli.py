@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
 from gpuscope.core.io import check_output, write_text
 from gpuscope.core.limits import check_memory
 
 if TYPE_CHECKING:
     from gpuscope.allocator.inputs import AllocationInputs
+    from gpuscope.allocator.predict import ModelSet
     from gpuscope.cluster.counts import ClusterSpec
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +23,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from gpuscope.allocator.ordering import ORDERS
     from gpuscope.allocator.policies import DEFAULT_POLICY, POLICIES
     from gpuscope.allocator.policies.mix import DEFAULT_WEIGHT
-    from gpuscope.allocator.predict import DEFAULT_MODEL_DIR
     from gpuscope.allocator.restart import RESTART_BASE_S
 
     queues = ", ".join(NAMED_QUEUES)
@@ -56,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: %(default)s)")
     p.add_argument("--resources", default="all",
                    help="Eq. 2 resource set: all, a comma list, or -RES to drop one")
-    p.add_argument("--model-dir", default=str(DEFAULT_MODEL_DIR), help="checkpoint folder")
+    _model_args(p)
     p.add_argument("--truth", default=None,
                    help="ground truth: a datasets folder (e.g. datasets/emulated), a table "
                         "(.csv/.parquet: job_id or job_type, device, exec_time_s or "
@@ -77,6 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         pass
     else:
         add_submit_args(p)
+    add_catalog_option(p)
     p.set_defaults(func=_allocate)
 
     t = subparsers.add_parser(
@@ -87,14 +89,44 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "reference scheduler's instance folder (seed 002 Sec. 4.1).")
     t.add_argument("--jobs", required=True, help=f"queue file (.csv/.json) or one of: {queues}")
     t.add_argument("--cluster", required=True, help="TYPE:G,... e.g. v100:8,a100:8")
-    t.add_argument("--model-dir", default=str(DEFAULT_MODEL_DIR), help="checkpoint folder")
+    _model_args(t)
     t.add_argument("--truth", default=None, help="datasets folder with measured labels")
     t.add_argument("--nodes", type=int, default=None, help="nodes in tNodes.csv (default: types)")
     t.add_argument("--seed", type=int, default=0, help="seed of generated due dates/weights")
     t.add_argument("--steps-per-epoch", type=int, default=None,
                    help="epoch length of the named queues (default: full epochs)")
     t.add_argument("-o", "--out", required=True, help="output folder")
+    add_catalog_option(t)
     t.set_defaults(func=_tjng)
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    from gpuscope.allocator.predict import DEFAULT_MODEL_DIR
+
+    p.add_argument("--model-dir", default=str(DEFAULT_MODEL_DIR),
+                   help="checkpoint folder: <device>.pt per GPU type (default: the bundled "
+                        "checkpoints)")
+    p.add_argument("--model", action="append", default=[], metavar="DEVICE=PATH",
+                   help="this GPU type's checkpoint instead of <model-dir>/<device>.pt "
+                        "(repeatable), e.g. my-gpu=models/my-gpu.pt")
+    p.add_argument("--model-multi", metavar="PATH",
+                   help="multi-device checkpoint for GPU types without their own (default: "
+                        "<model-dir>/multi.pt, else the bundled multi.pt)")
+
+
+def _models(args: argparse.Namespace) -> ModelSet:
+    """The checkpoints of ``--model-dir``, ``--model DEVICE=PATH`` and ``--model-multi``."""
+    from gpuscope.allocator.predict import ModelSet
+    from gpuscope.predictor.checkpoint import resolve_checkpoint
+
+    over = []
+    for item in args.model:
+        dev, sep, path = item.partition("=")
+        if not sep or not dev.strip() or not path.strip():
+            raise InputError(f"--model {item!r}: expected DEVICE=PATH, e.g. my-gpu=models/my-gpu.pt")
+        over.append((dev.strip().lower(), resolve_checkpoint(path.strip())))
+    multi = resolve_checkpoint(args.model_multi) if args.model_multi else None
+    return ModelSet(Path(args.model_dir), tuple(over), multi)
 
 
 def _split(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
@@ -169,7 +201,7 @@ def _allocate(args: argparse.Namespace) -> int:
     else:
         check_devices(cluster)
         jobs = load_jobs(args.jobs, _steps(args, cluster))
-        inp = prepare(jobs, cluster, args.model_dir, args.truth, policies)
+        inp = prepare(jobs, cluster, _models(args), args.truth, policies)
     _restart(args, inp)
     summary = write_allocation(inp, policies, orders, resources, Path(args.out), seed=args.seed,
                                weights={"jct": args.mix_weight}, preempt=args.preempt)
@@ -233,7 +265,16 @@ def _restart(args: argparse.Namespace, inp: AllocationInputs) -> None:
 
 
 def _is_cluster_file(text: str) -> bool:
-    return text.endswith(".toml") or Path(text).is_file()
+    """A cluster file (``TYPE:COUNT,...`` otherwise): a ``.toml`` path, an existing file, or
+    a bundled cluster's name (``2types``, ``gist-aix``)."""
+    if text.endswith(".toml") or Path(text).is_file():
+        return True
+    if ":" in text or "," in text:
+        return False
+    from gpuscope.core.data import bundled
+
+    name = text.removeprefix("cluster-")
+    return bundled(f"cluster-{name}.toml").is_file()
 
 
 def _cluster(text: str) -> ClusterSpec:
@@ -282,7 +323,8 @@ def _tjng(args: argparse.Namespace) -> int:
                  what="output folder")
     _check_truth(args.truth)
     check_devices(cluster)
-    check_checkpoints(args.model_dir, cluster.devices)
+    models = _models(args)
+    check_checkpoints(models, cluster.devices)
     jobs = load_jobs(args.jobs, _steps(args, cluster))
     # the instance offers every g' <= g on a VM type of g GPUs (seed 002's t_jvg):
     # sum_G G (G + 1) / 2 rows per job, ~256 B each in memory; ~128 B per node in tNodes
@@ -296,8 +338,8 @@ def _tjng(args: argparse.Namespace) -> int:
             raise InputError(f"--truth {args.truth} holds labels for none of "
                              f"{', '.join(cluster.devices)}")
         truth = load_truth(jobs, have, args.truth, strict=False)
-    pred = predict_queue(jobs, cluster.devices, args.model_dir, datasets=graph_source(args.truth))
-    note = domain_warning(pred)
+    pred = predict_queue(jobs, cluster.devices, models, datasets=graph_source(args.truth))
+    notes = [models.fallback_note(cluster.devices), domain_warning(pred)]
     one = one_gpu_times(jobs, cluster, pred, truth, pred_source=f"predicted:{args.model_dir}")
     tj, inst, dropped = export_tjng(jobs, cluster, one, args.out, n_nodes=args.nodes,
                                     seed=args.seed)
@@ -310,6 +352,7 @@ def _tjng(args: argparse.Namespace) -> int:
     print(f"t_jng: {len(tj)} rows for {tj['job_id'].nunique()} jobs on {str(cluster)} "
           f"-> {out / 'tjng.csv'}, instance -> {out / 'instance'}"
           + (f"; {len(dropped)} job(s) fit no node type" if dropped else ""))
-    if note:
-        sys.stderr.write(note + "\n")
+    for note in notes:
+        if note:
+            sys.stderr.write(note + "\n")
     return 0

@@ -23,7 +23,13 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.allocator.allocate import AllocationResult, allocate
-from gpuscope.allocator.predict import check_checkpoints, domain_warning, predict_queue
+from gpuscope.allocator.predict import (
+    ModelSet,
+    check_checkpoints,
+    domain_warning,
+    model_set,
+    predict_queue,
+)
 from gpuscope.allocator.table import JobDeviceTable, queue_ids
 from gpuscope.allocator.truth import load_truth
 from gpuscope.cluster.counts import ClusterSpec
@@ -193,12 +199,13 @@ def _queue_truth(jobs: Sequence[JobSpec], cluster: ClusterSpec,
 def prepare(
     jobs: Sequence[JobSpec],
     cluster: ClusterSpec,
-    model_dir: str | Path,
+    model_dir: str | Path | ModelSet,
     truth_dir: str | Path | None,
     policies: Sequence[str],
 ) -> AllocationInputs:
     """Predict (full targets, plus Driple targets when ``driple`` is asked) and load truth
-    (a datasets folder or a truth table)."""
+    (a datasets folder or a truth table); ``notes``: the GPU types the multi-device checkpoint
+    predicts, out-of-domain rows."""
     need_pred = any(not p.startswith("oracle") for p in policies)
     need_driple = "driple" in policies
     if need_pred:
@@ -213,9 +220,10 @@ def prepare(
     pred = predict_queue(jobs, cluster.devices, model_dir, datasets=ds) if need_pred else None
     driple = (predict_queue(jobs, cluster.devices, model_dir, driple=True, datasets=ds)
               if need_driple else None)
-    note = domain_warning(pred) if pred is not None else None
+    notes = [model_set(model_dir).fallback_note(cluster.devices) if need_pred else None,
+             domain_warning(pred) if pred is not None else None]
     inp = build_inputs(jobs, cluster, pred, driple, truth)
-    inp.notes = (note,) if note else ()
+    inp.notes = tuple(n for n in notes if n)
     return inp
 
 

@@ -230,8 +230,9 @@ def resolve_cluster_path(path_or_name: str | Path) -> Path:
     p = Path(path_or_name)
     if p.exists():
         return p
-    b = bundled(f"cluster-{path_or_name}.toml")
-    if "/" not in str(path_or_name) and b.exists():
+    name = str(path_or_name).removesuffix(".toml").removeprefix("cluster-")
+    b = bundled(f"cluster-{name}.toml")
+    if "/" not in str(path_or_name) and b.exists():  # gist-aix, 2types, cluster-2types(.toml)
         return b
     known = sorted(x.stem.removeprefix("cluster-") for x in bundled().glob("cluster-*.toml"))
     raise InputError(f"cluster file {str(path_or_name)!r} not found; bundled clusters: "

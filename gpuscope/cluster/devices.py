@@ -147,8 +147,22 @@ def _parse(name: str, d: dict[str, Any], path: Path) -> DeviceSpec:
     return DeviceSpec(name=name, sources=sources, **kw)
 
 
-@lru_cache(maxsize=8)
-def _load(path: str) -> tuple[dict[str, DeviceSpec], dict[str, str]]:
+def _load(path: str, base: str = "") -> tuple[dict[str, DeviceSpec], dict[str, str]]:
+    """The devices and references of catalog ``path``; an entry with ``like = "<device>"``
+    takes the fields it leaves out from that device of ``path`` itself or of catalog ``base``
+    (``usercatalog.resolve_like``). Cached per file version (a file written since is read
+    again)."""
+    try:
+        st = os.stat(path)
+        version = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        version = (0, 0)  # read_toml names the problem
+    return _load_version(path, version, base)
+
+
+@lru_cache(maxsize=16)
+def _load_version(path: str, version: tuple[int, int], base: str
+                  ) -> tuple[dict[str, DeviceSpec], dict[str, str]]:
     from gpuscope.core.io import read_toml
 
     p = Path(path)
@@ -157,7 +171,20 @@ def _load(path: str) -> tuple[dict[str, DeviceSpec], dict[str, str]]:
     if not isinstance(devs, dict) or not devs:
         raise InputError(f"device catalog {p} has no [devices.<name>] tables")
     refs = {str(k): str(v) for k, v in dict(data.get("references", {})).items()}
-    return {n: _parse(n, d, p) for n, d in devs.items()}, refs
+    out: dict[str, DeviceSpec] = {}
+    plain = {n: d for n, d in devs.items() if not (isinstance(d, dict) and "like" in d)}
+    for n, d in plain.items():
+        if not isinstance(d, dict):
+            raise InputError(f"{p}: devices.{n} is not a table")
+        out[n] = _parse(n, d, p)
+    if len(plain) < len(devs):
+        from gpuscope.cluster.usercatalog import resolve_like
+
+        known = {**(_load(base)[0] if base else {}), **out}
+        for n, d in devs.items():
+            if n not in plain:
+                out[n] = _parse(n, resolve_like(n, d, known, p), p)
+    return out, refs
 
 
 def _catalog_path(path: str | Path | None) -> Path:
@@ -167,14 +194,68 @@ def _catalog_path(path: str | Path | None) -> Path:
     return Path(env) if env else DEFAULT_CATALOG
 
 
+#: Environment variable naming the user's catalog (``--catalog`` sets it for the process and
+#: the processes it starts); default :func:`user_catalog_path`.
+USER_CATALOG_ENV = "GPUSCOPE_USER_DEVICES"
+
+
+def user_catalog_path() -> Path:
+    """The user's own catalog, layered on the bundled one: ``$GPUSCOPE_USER_DEVICES``, else
+    ``$XDG_CONFIG_HOME/gpuscope/devices.toml`` (``~/.config/gpuscope/devices.toml``). It may
+    not exist; ``gpuscope devices add`` writes it."""
+    env = os.environ.get(USER_CATALOG_ENV)
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "gpuscope" / "devices.toml"
+
+
+def use_catalog(path: str | Path) -> Path:
+    """Make ``path`` the user catalog of this process and its children (``--catalog``); it
+    must exist and load (one-line ``InputError`` otherwise)."""
+    from gpuscope.core.io import check_input_file
+
+    p = check_input_file(path, "device catalog").resolve()
+    os.environ[USER_CATALOG_ENV] = str(p)
+    _layers()  # a bad file or a name clash fails here, before any work
+    return p
+
+
+def _layers() -> tuple[dict[str, DeviceSpec], dict[str, DeviceSpec], dict[str, str]]:
+    """(base devices, user devices, references) of the default catalog."""
+    base_path = str(_catalog_path(None).resolve())
+    base, refs = _load(base_path)
+    user_p = user_catalog_path()
+    if not user_p.is_file():
+        return base, {}, refs
+    user, user_refs = _load(str(user_p.resolve()), base_path)
+    clash = sorted(set(user) & set(base))
+    if clash:
+        raise InputError(f"user catalog {user_p}: device {clash[0]!r} is also in the bundled "
+                         "catalog; give your device another name")
+    return base, user, {**refs, **user_refs}
+
+
 def load_catalog(path: str | Path | None = None) -> dict[str, DeviceSpec]:
-    """All devices of the catalog (default ``datasets/devices.toml``), by name."""
-    return dict(_load(str(_catalog_path(path).resolve()))[0])
+    """All devices by name: of catalog file ``path`` when given, else the bundled catalog
+    (``datasets/devices.toml``, or ``$GPUSCOPE_DEVICES``) plus the user's
+    (:func:`user_catalog_path`)."""
+    if path is not None:
+        return dict(_load(str(Path(path).resolve()), str(_catalog_path(None).resolve()))[0])
+    base, user, _ = _layers()
+    return {**base, **user}
+
+
+def user_devices() -> dict[str, DeviceSpec]:
+    """The devices of the user's catalog (none when it does not exist)."""
+    return dict(_layers()[1])
 
 
 def load_references(path: str | Path | None = None) -> dict[str, str]:
     """The catalog's ``[references]`` table: source key -> citation."""
-    return dict(_load(str(_catalog_path(path).resolve()))[1])
+    if path is not None:
+        return dict(_load(str(Path(path).resolve()))[1])
+    return dict(_layers()[2])
 
 
 def _norm(name: str) -> str:
@@ -202,7 +283,8 @@ def get_device(name: str, path: str | Path | None = None) -> DeviceSpec:
     cat = load_catalog(path)
     key = resolve_device_name(name, path) or name.strip().lower()
     if key not in cat:
-        raise InputError(f"unknown device {name!r}; known devices: {', '.join(sorted(cat))}")
+        raise InputError(f"unknown device {name!r}; known devices: {', '.join(sorted(cat))} "
+                         f"(a new GPU: gpuscope devices add {name} --like DEVICE)")
     return cat[key]
 
 

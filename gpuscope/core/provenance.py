@@ -161,3 +161,36 @@ def check_label_rows(labels: pd.DataFrame, where: str,
         raise InputError(f"{where}: no ok run among {len(labels)} rows ("
                          + ", ".join(f"{n} {k}" for k, n in counts.items())
                          + "); nothing to learn from")
+
+
+#: What a measured dataset's runs ran on (manifest ``device_kind``): every run on a GPU NVML
+#: identified, none (a CPU-only campaign, whatever its device is called), or some of each.
+DEVICE_KINDS: tuple[str, ...] = ("gpu", "cpu-only", "mixed", "emulated")
+
+
+def device_kind(infos: Iterable[dict[str, Any]], provenance: str = "measured") -> str:
+    """The :data:`DEVICE_KINDS` entry of runs with these ``device_info`` identities."""
+    if provenance != "measured":
+        return "emulated"
+    kinds = {str(i.get("kind", "")) == "gpu" for i in infos}
+    return "mixed" if len(kinds) > 1 else "gpu" if kinds == {True} else "cpu-only"
+
+
+def folder_device_kind(folder: str | Path) -> str | None:
+    """A dataset folder's device kind: its manifest's ``device_kind``, else derived from its
+    ``hardware`` (manifests written before the field); None when the folder does not say."""
+    m = manifest_of(folder)
+    kind = m.get("device_kind")
+    if isinstance(kind, str) and kind in DEVICE_KINDS:
+        return kind
+    hw, prov = m.get("hardware"), m.get("provenance")
+    if isinstance(hw, dict) and isinstance(prov, str):
+        return device_kind([hw], prov)
+    return None
+
+
+def cpu_only_note(devices: Iterable[str], what: str) -> str:
+    """The line that says a model or dataset rests on a CPU-only campaign."""
+    names = ", ".join(sorted(set(devices)))
+    return (f"note: {what} rests on a CPU-only campaign (NVML saw no GPU) named {names}: "
+            "its times are CPU times and its GPU targets were never observed")

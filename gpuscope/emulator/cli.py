@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from gpuscope.cluster.cli import add_catalog_option
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -20,7 +22,8 @@ def register(subparsers: Any) -> None:
             "--devices) and writes its rows back with pred_ms (docs/emulator.md, Kernel model)."
         ),
     )
-    p.add_argument("campaign", help="campaign TOML file, or `kernels` to price a kernel table")
+    p.add_argument("campaign", help="campaign TOML file, a bundled campaign by name "
+                   "(emulated-table3, table3, ...), or `kernels` to price a kernel table")
     p.add_argument("--devices", default=None,
                    help="comma-separated catalog devices (datasets/devices.toml), e.g. gtx1080,rtx2070,titanx")
     p.add_argument("--input", default=None, help="kernels: the kernel table (.parquet or .csv)")
@@ -31,7 +34,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="noise seed (default 0)")
     p.add_argument("--graph-cache", default=None, help="graph cache folder (default ~/.cache/gpuscope/graphs)")
     p.add_argument("--params", default=None, help="emulator parameters JSON (default: calibrated)")
-    p.add_argument("--catalog", default=None, help="device catalog TOML (default datasets/devices.toml)")
+    add_catalog_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)
 
@@ -44,7 +47,7 @@ def _run(args: argparse.Namespace) -> int:
         return _kernels(args)
     if not args.devices:
         raise InputError("emulate: --devices is required for a campaign")
-    devices = parse_device_list(args.devices, args.catalog)  # unknown name: exit 2 before work
+    devices = parse_device_list(args.devices)  # unknown name: exit 2 before work
     from gpuscope.core.io import check_output
     from gpuscope.emulator.params import EmulatorParams, default_params
     from gpuscope.emulator.runs import CostCache, emulate_campaign
@@ -76,13 +79,13 @@ def _kernels(args: argparse.Namespace) -> int:
     check_output(args.output, [args.input, args.kernel_params, args.catalog], what="kernel table")
     df = read_table(args.input, "kernel table")
     if args.devices:
-        names = [d.name for d in parse_device_list(args.devices, args.catalog)]
+        names = [d.name for d in parse_device_list(args.devices)]
         df = pd.concat([df.assign(device=n) for n in names], ignore_index=True)
     elif "device" not in df.columns:
         raise InputError(f"kernel table {args.input} has no device column: give --devices")
     params = (KernelParams.load(args.kernel_params) if args.kernel_params
               else default_kernel_params())
-    out = df.assign(pred_ms=predict_table(df, params, args.catalog))
+    out = df.assign(pred_ms=predict_table(df, params))  # the catalog with --catalog's GPUs
     write_table(out, args.output, [args.input], "kernel table")
     print(json.dumps({"rows": len(out), "out": args.output, "provenance": "emulated"}))
     return 0

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
 from gpuscope.workloads.args import add_job_arguments, job_from_args
 
@@ -44,7 +45,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--format", default="table", choices=("table", "csv", "json"))
     p.add_argument("-o", "--output", help="write CSV/JSON here (by its extension) besides stdout")
     p.add_argument("--graph-cache", help="graph cache folder (default ~/.cache/gpuscope/graphs)")
-    p.add_argument("--catalog", help="device catalog TOML (default datasets/devices.toml)")
+    add_catalog_option(p)
     p.add_argument("--params", help="emulator parameters JSON (default: calibrated)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)
@@ -133,7 +134,7 @@ def _run(a: argparse.Namespace) -> int:
     from gpuscope.cluster.devices import parse_device_list
     from gpuscope.jobs.queue import read_queue
 
-    devices = parse_device_list(a.devices, a.catalog)  # an unknown device fails before any work
+    devices = parse_device_list(a.devices)  # an unknown device fails before any work
     if a.jobs:
         if any(getattr(a, k) for k in ("job", "model", "module", "hf", "hf_config", "graph")):
             raise InputError("give --jobs QUEUE or one job's options, not both")

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
 from gpuscope.core.io import check_output
 from gpuscope.core.limits import check_count, check_memory, pos_float, pos_int, unit_float
@@ -19,6 +20,7 @@ POLICIES = ("first-fit", "best-fit", "random-fit", "random-pinned")
 
 
 def _env_flags(p: argparse.ArgumentParser) -> None:
+    add_catalog_option(p)
     p.add_argument("--cluster", default="gist-aix",
                    help="cluster TOML file or bundled name (default gist-aix, seed 003 Table 2)")
     p.add_argument("--partitions", default="",
@@ -331,6 +333,7 @@ def register(subparsers: Any) -> None:
     f = sub.add_parser("fig3", help="seed 003 Fig. 3: first-fit vs the best placement")
     f.add_argument("--cluster", default="gist-aix", help="cluster file or bundled name")
     f.add_argument("--partitions", default="A100", help="partition (default A100)")
+    add_catalog_option(f)
     f.set_defaults(func=_fig3)
 
     x = sub.add_parser("export", help="a placement plan as sbatch scripts or Kubernetes Jobs")

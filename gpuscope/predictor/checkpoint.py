@@ -27,12 +27,33 @@ def save_checkpoint_dict(obj: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def resolve_checkpoint(path: str | Path) -> Path:
+    """``path`` when it exists, else a bundled checkpoint of that name (``titanx``,
+    ``multi``, ``v100-driple``: ``datasets/checkpoints/<name>.pt``), else ``path`` as given
+    (its reader names it missing)."""
+    p = Path(path)
+    if p.exists() or len(p.parts) != 1:
+        return p
+    from gpuscope.core.data import bundled
+
+    b = bundled("checkpoints", p.name if p.suffix == ".pt" else f"{p.name}.pt")
+    return b if b.is_file() else p
+
+
+def bundled_checkpoints() -> list[str]:
+    """Names of the bundled checkpoints (``resolve_checkpoint`` accepts them)."""
+    from gpuscope.core.data import bundled
+
+    return sorted(p.stem for p in bundled("checkpoints").glob("*.pt"))
+
+
 def read_checkpoint_dict(path: str | Path) -> dict[str, Any]:
-    """``torch.load(weights_only=True)`` of a gpuscope checkpoint (any version), or
-    ``CheckpointError`` with one line."""
-    path = Path(path)
+    """``torch.load(weights_only=True)`` of a gpuscope checkpoint (any version; a bundled one
+    by name: :func:`resolve_checkpoint`), or ``CheckpointError`` with one line."""
+    path = resolve_checkpoint(path)
     if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist")
+        hint = f"; bundled: {', '.join(bundled_checkpoints())}" if len(path.parts) == 1 else ""
+        raise CheckpointError(f"checkpoint {path} does not exist{hint}")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - unpickling/zip errors all mean "corrupt"

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
 from gpuscope.core.io import check_input_file, check_output, write_table
 from gpuscope.core.limits import check_count, check_memory, fraction, pos_float, pos_int
@@ -75,6 +76,7 @@ def register(subparsers: Any) -> None:
                         "(campaigns whose steps were tuned per model)")
     t.add_argument("--half", action="store_true", help="store weights as float16")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_catalog_option(t)
     t.set_defaults(func=_train)
 
     e = subparsers.add_parser("evaluate", help="score a checkpoint per split (and a GBT baseline)")
@@ -83,6 +85,7 @@ def register(subparsers: Any) -> None:
     e.add_argument("--baseline", choices=("gbt",), help="also fit and score the GBT baseline")
     e.add_argument("-o", "--output", help="also write the table as CSV")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_catalog_option(e)
     e.set_defaults(func=_evaluate)
 
     g = subparsers.add_parser("predictor", help="predictor corpus and ablation")
@@ -96,6 +99,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--max-minutes", type=pos_float, help="stop cleanly after this long (resume later)")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--quiet", action="store_true")
+    add_catalog_option(c)
     c.set_defaults(func=_corpus)
     b = gs.add_parser("ablation", help="leave-family-out ablation of the v2 candidates")
     b.add_argument("--dataset", required=True, nargs="+", help="dataset folder(s) / corpus")
@@ -112,6 +116,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--workers", type=int, default=1,
                    help="processes for the analytic labels of a large queue (physics "
                         "checkpoints; 0 = one per core; default 1: this process)")
+    add_catalog_option(p)
     p.set_defaults(func=_predict)
 
 
@@ -133,6 +138,10 @@ def _steps(v: str) -> int | None:
 
 
 def _train(a: argparse.Namespace) -> int:
+    if a.init_from:
+        from gpuscope.predictor.checkpoint import resolve_checkpoint
+
+        a.init_from = str(resolve_checkpoint(a.init_from))  # a bundled one by name
     check_output(a.output, [*a.dataset, a.init_from], what="checkpoint")
     if a.init_from:
         if a.arch != "gnn":
@@ -159,6 +168,7 @@ def _train_physics(a: argparse.Namespace) -> int:
     data = load_physics(a.dataset, progress=not a.quiet)
     ck = fit_physics(data, kinds=a.kinds, seed=a.seed,
                      residual=not getattr(a, "no_residual", False))
+    ck["device_kind"] = _device_kind(a.dataset, ck["provenance"])
     save_physics(ck, a.output)
     tr = ck["train"]
     print(f"trained physics predictor on {', '.join(ck['devices'])} ({ck['provenance']}, "
@@ -173,7 +183,22 @@ def _train_physics(a: argparse.Namespace) -> int:
     if unseen:
         sys.stderr.write(f"note: {len(unseen)} target(s) are not in the dataset and will be "
                          f"predicted NaN: {', '.join(unseen)}\n")
+    if ck["device_kind"] == "cpu-only":
+        from gpuscope.core.provenance import cpu_only_note
+
+        sys.stderr.write(cpu_only_note(ck["devices"], f"checkpoint {a.output}") + "\n")
     return 0
+
+
+def _device_kind(datasets: list[str], provenance: str) -> str:
+    """What the training datasets were measured on (``core.provenance.DEVICE_KINDS``; the
+    manifests say; a corpus file is emulated): one kind, ``mixed``, or ``unknown``."""
+    from gpuscope.core.provenance import folder_device_kind
+
+    found = [folder_device_kind(d) if Path(d).is_dir() else "emulated" for d in datasets]
+    kinds = {k if k is not None else "emulated" if provenance == "emulated" else "unknown"
+             for k in found}
+    return next(iter(kinds)) if len(kinds) == 1 else "mixed"
 
 
 def _train_gnn(a: argparse.Namespace) -> int:
@@ -296,8 +321,14 @@ def _predict(a: argparse.Namespace) -> int:
     df = pred.predict(jobs)
     dt = time.perf_counter() - t0
     out = Path(a.output)
+    kind = _checkpoint_kind(pred)
+    df["device_kind"] = kind  # what the checkpoint's labels were measured on
     write_table(df, out, [a.jobs, a.model, a.graphs], what="predictions")
     sys.stderr.write(f"predicted {len(df)} jobs on {pred.device} in {dt:.2f} s -> {out}\n")
+    if kind == "cpu-only":
+        from gpuscope.core.provenance import cpu_only_note
+
+        sys.stderr.write(cpu_only_note([pred.device], f"checkpoint {a.model}") + "\n")
     note = domain_warning(df)
     if note:
         sys.stderr.write(note + "\n")
@@ -307,6 +338,16 @@ def _predict(a: argparse.Namespace) -> int:
             sys.stderr.write(f"{n_oom} of {len(df)} jobs do not fit {pred.device}'s memory "
                              "(column oom)\n")
     return 0
+
+
+def _checkpoint_kind(pred: Any) -> str:
+    """The device kind of a loaded predictor's training labels (column ``device_kind``)."""
+    ck = getattr(pred, "ckpt", None)
+    if isinstance(ck, dict):
+        prov = str(ck.get("provenance", ""))
+        return str(ck.get("device_kind") or ("emulated" if prov == "emulated" else "unknown"))
+    prov = str(getattr(getattr(pred, "bundle", None), "provenance", ""))
+    return "emulated" if prov == "emulated" else "unknown"
 
 
 def _corpus(a: argparse.Namespace) -> int:

@@ -150,9 +150,32 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
     )
 
 
+def bundled_campaigns() -> list[str]:
+    """Names of the bundled campaigns (``datasets/campaigns/<name>.toml``, in the wheel)."""
+    from gpuscope.core.data import bundled
+
+    return sorted(p.stem for p in bundled("campaigns").glob("*.toml"))
+
+
+def resolve_campaign(path_or_name: str | Path) -> Path:
+    """A campaign file: an existing path, else the bundled campaign of that name (``table3``,
+    ``cpu-small``, also ``cpu-small.toml``), else one ``InputError`` line listing them."""
+    p = Path(path_or_name)
+    if p.exists() or len(p.parts) != 1:
+        return p
+    from gpuscope.core.data import bundled
+
+    b = bundled("campaigns", p.name if p.suffix == ".toml" else f"{p.name}.toml")
+    if b.is_file():
+        return b
+    raise InputError(f"campaign {str(path_or_name)!r} not found; give a TOML file or a "
+                     f"bundled campaign: {', '.join(bundled_campaigns()) or 'none'}")
+
+
 def load_campaign(path: str | Path) -> Campaign:
-    """Read and validate a campaign TOML file; any problem is one :class:`InputError` line."""
-    path = Path(path)
+    """Read and validate a campaign TOML file (or a bundled campaign by name:
+    :func:`resolve_campaign`); any problem is one :class:`InputError` line."""
+    path = resolve_campaign(path)
     try:
         data = tomllib.loads(path.read_text())
     except OSError as e:

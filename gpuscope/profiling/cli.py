@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
 from gpuscope.core.io import check_output, write_table
 from gpuscope.core.limits import pos_float, pos_int
@@ -22,8 +23,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                            parser_class=type(p))
 
     r = sub.add_parser("run", help="run a campaign (TOML matrix of jobs) into a runs folder")
-    r.add_argument("campaign", help="campaign TOML file (e.g. campaigns/table3.toml)")
-    r.add_argument("--device-name", required=True, help="name of the profiled device, e.g. h100")
+    r.add_argument("campaign", help="campaign TOML file, or a bundled campaign by name: "
+                   "table3, cpu-small, ... (gpuscope/profiling/campaign.py)")
+    r.add_argument("--device-name", required=True,
+                   help="name of the profiled device, e.g. h100 (checked against what NVML "
+                        "reports: docs/devices.md)")
+    r.add_argument("--device-name-override", action="store_true",
+                   help="keep --device-name although NVML contradicts it (recorded in every "
+                        "run)")
     r.add_argument("--out", help="runs folder (default runs/<device-name>)")
     r.add_argument("--max-runs", type=pos_int, help="run at most this many pending jobs")
     r.add_argument("--backend", choices=("local", "ray", "slurm"), default="local")
@@ -45,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="run again the runs recorded as error (default: every recorded run "
                         "is done)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_catalog_option(r)
     r.set_defaults(func=_run)
 
     lab = sub.add_parser("label", help="label every run of a runs folder (burst/idle/peak/exec)")
@@ -126,11 +134,13 @@ def _run(args: argparse.Namespace) -> int:
         check_ray_address(args.ray_address)  # one line within seconds, not a minutes-long hang
     campaign = load_campaign(args.campaign)
     out = Path(args.out or Path("runs") / args.device_name)
+    override, notes = _check_device_name(args)
     opts = run_options(
         campaign, args.device_name, timeout_s=args.timeout_s, period_s=args.period_s,
         memory_limit_mb=args.memory_limit_mb, job_device=args.job_device,
         use_nvml=False if args.no_nvml else None,
         command=tuple(shlex.split(args.command)) if args.command else None,
+        name_override=override,
     )
     _sigterm_as_interrupt()
     if args.backend == "local":
@@ -169,9 +179,37 @@ def _run(args: argparse.Namespace) -> int:
             f"host (other processes used up to {100 * float(frac or 0):.0f} % of the CPU); "
             "their times and CPU labels are not clean measurements (host_busy in the run "
             "metadata)\n")
+    for line in notes:
+        sys.stderr.write(line + "\n")
     print(json.dumps({"runs_dir": str(out), "ran": dict(counts), "recorded": busy["recorded"],
                       "campaign_jobs": len(campaign.jobs), "host_busy": busy["host_busy"]}))
     return 0
+
+
+def _check_device_name(args: argparse.Namespace) -> tuple[str, list[str]]:
+    """Refuse a ``--device-name`` that NVML contradicts (a bundled GPU's name on a host with
+    no GPU or another GPU; ``cluster.nvml.name_conflict``) unless ``--device-name-override``;
+    returns the overridden contradiction ("" for none) and the lines to print after the
+    runs (the override, a CPU-only campaign). Ray and Slurm runs land on other nodes: each
+    run records its own NVML identity there."""
+    if args.backend != "local":
+        return "", []
+    from gpuscope.cluster.devices import DEFAULT_CATALOG, load_catalog
+    from gpuscope.cluster.nvml import gpu_identity, name_conflict
+
+    ident = gpu_identity()
+    why = name_conflict(args.device_name.lower(), ident, load_catalog(DEFAULT_CATALOG),
+                        load_catalog())
+    if why and not args.device_name_override:
+        raise InputError(f"{why}; run on that GPU, choose another name, or pass "
+                         "--device-name-override to record it anyway")
+    notes = [f"warning: {why}; kept (--device-name-override, recorded in every run)"] \
+        if why else []
+    if ident.get("kind") != "gpu":
+        notes.append(f"note: NVML sees no GPU ({ident.get('reason', '')}): this campaign is "
+                     "CPU-only; its runs, dataset, checkpoint and predictions say so (device "
+                     "kind cpu-only)")
+    return why or "", notes
 
 
 def _nvml_count() -> int:
@@ -225,15 +263,20 @@ def _build(args: argparse.Namespace) -> int:
     check_output(args.out, args.runs, kind="dir", what="dataset folder")
     manifest = build_dataset(args.runs, args.out, method=args.method, traces=args.traces,
                              notes=args.note, progress=not args.quiet)
-    if manifest.get("host_busy_runs"):
-        import sys
+    import sys
 
+    if manifest.get("device_kind") == "cpu-only":
+        from gpuscope.core.provenance import cpu_only_note
+
+        sys.stderr.write(cpu_only_note([manifest["device"]], f"dataset {args.out}") + "\n")
+    if manifest.get("host_busy_runs"):
         sys.stderr.write(f"warning: {manifest['host_busy_runs']} of {manifest['rows']} runs "
                          "were taken on a busy host (host_busy in their metadata; "
                          "host_busy_runs in the manifest)\n")
     print(json.dumps({"dataset": str(args.out), "rows": manifest["rows"],
                       "graphs": manifest["graphs"], "status": manifest["counts_by_status"],
-                      "host_busy_runs": manifest.get("host_busy_runs", 0)}))
+                      "host_busy_runs": manifest.get("host_busy_runs", 0),
+                      "device_kind": manifest.get("device_kind")}))
     return 0
 
 

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.core.errors import InputError
+from gpuscope.core.provenance import device_kind
 from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling.labeling import label_trace, labels_frame
 from gpuscope.profiling.ledger import trace_paths
@@ -151,6 +152,9 @@ def _manifest(labels: pd.DataFrame, metas: list[TraceMeta], runs_dirs: list[str 
         "provenance": first.provenance,
         "device": first.device,
         "hardware": first.device_info,
+        "device_kind": device_kind([m.device_info for m in metas], first.provenance),
+        "nvml_gpus": sorted({str(m.device_info.get("name")) for m in metas
+                             if m.device_info.get("kind") == "gpu"}),
         "hosts": sorted({m.host for m in metas}),
         "versions": versions,
         "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -171,6 +175,18 @@ def _manifest(labels: pd.DataFrame, metas: list[TraceMeta], runs_dirs: list[str 
     }
 
 
+def _kind_line(m: dict[str, Any]) -> str:
+    kind = m.get("device_kind", "")
+    if kind == "cpu-only":
+        return ("**cpu-only**: NVML saw no GPU in any run; the times are CPU times and the GPU "
+                f"targets are absent, whatever the device is called ({m['device']})")
+    if kind == "mixed":
+        return "**mixed**: some runs saw a GPU, some did not (device_info of each run)"
+    if kind == "gpu":
+        return f"gpu ({', '.join(m.get('nvml_gpus', [])) or 'NVML'})"
+    return str(kind)
+
+
 def _manifest_md(m: dict[str, Any]) -> str:
     hw = ", ".join(f"{k}={v}" for k, v in m["hardware"].items())
     lines = [
@@ -178,7 +194,8 @@ def _manifest_md(m: dict[str, Any]) -> str:
         f"- provenance: **{m['provenance']}**" + (
             " (real training runs on the named hardware)" if m["provenance"] == "measured"
             else " (simulated device)"),
-        f"- hardware: {hw}", f"- hosts: {', '.join(m['hosts'])}",
+        f"- hardware: {hw}", f"- device kind: {_kind_line(m)}",
+        f"- hosts: {', '.join(m['hosts'])}",
         f"- runs: {m['rows']} ({', '.join(f'{k} {v}' for k, v in sorted(m['counts_by_status'].items()))}); "
         f"splits: {', '.join(f'{k} {v}' for k, v in sorted(m['counts_by_split'].items()))}",
         f"- encoded graphs: {m['graphs']} (one per graph_key)"

@@ -42,12 +42,19 @@ def cpu_info() -> dict[str, Any]:
     }
 
 
-def device_identity(gpu_info: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The GPU's NVML identity when there is one (plus the host CPU), else the CPU's."""
+def device_identity(gpu_info: dict[str, Any] | None = None,
+                    name_override: str = "") -> dict[str, Any]:
+    """The GPU's NVML identity when there is one (plus the host CPU), else the CPU's with
+    ``gpu`` saying why there is none (``cluster.nvml.gpu_identity``'s reason);
+    ``name_override``: the contradiction the user overrode (``--device-name-override``)."""
     cpu = cpu_info()
-    if gpu_info:
-        return {**gpu_info, "host_cpu": cpu["cpu_model"]}
-    return cpu
+    if gpu_info and gpu_info.get("kind", "gpu") == "gpu":
+        out = {**gpu_info, "host_cpu": cpu["cpu_model"]}
+    else:
+        out = {**cpu, "gpu": f"none ({(gpu_info or {}).get('reason', 'not probed')})"}
+    if name_override:
+        out["name_override"] = name_override
+    return out
 
 
 def slug(name: str) -> str:

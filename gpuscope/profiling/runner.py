@@ -34,6 +34,7 @@ from typing import Any
 
 import psutil
 
+from gpuscope.cluster.nvml import gpu_identity
 from gpuscope.core.errors import InputError
 from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling.host import device_identity, host_name, versions
@@ -68,6 +69,8 @@ class RunOptions:
             log shows real convergence); None = the synthetic pipeline.
         busy_probe_s: seconds of host CPU sampling before the job starts (0: none); with the
             run's own samples it gives ``host_busy_frac`` (issue 18).
+        name_override: why ``device_name`` contradicts what NVML reports, when the user kept
+            it anyway (``--device-name-override``); recorded in the run's ``device_info``.
     """
 
     device_name: str
@@ -80,6 +83,7 @@ class RunOptions:
     command: tuple[str, ...] | None = None
     real_data: str | None = None
     busy_probe_s: float = BUSY_PROBE_S
+    name_override: str = ""
 
 
 def _command(opts: RunOptions, job_file: Path, loss_log: Path) -> list[str]:
@@ -192,7 +196,10 @@ def run_job(
         job_file.write_text(json.dumps(job.to_dict()))
         out_path, err_path = tmpd / "stdout", tmpd / "stderr"
         sampler = Sampler(opts.period_s, nvml=nvml, use_nvml=opts.use_nvml, gpu_index=opts.gpu_index)
+        # what NVML reports, sampled or not: the run's device identity (or "no GPU")
         gpu_info = sampler.device_info()
+        sampled_gpu = bool(gpu_info)
+        gpu_info = gpu_info or gpu_identity(nvml, opts.gpu_index)
         before = psutil.cpu_percent(interval=opts.busy_probe_s) if opts.busy_probe_s > 0 \
             else None
         cmd, me, prctl = _command(opts, job_file, loss_log), os.getpid(), _prctl()
@@ -248,10 +255,10 @@ def run_job(
         status=status,
         exec_time_s=float(exec_time_s),
         provenance="measured",
-        device_info=device_identity(gpu_info),
+        device_info=device_identity(gpu_info, opts.name_override),
         host=host_name(),
         sample_period_s=float(opts.period_s),
-        mem_total_mb=gpu_info.get("memory_total_mb") if gpu_info else None,
+        mem_total_mb=gpu_info.get("memory_total_mb") if sampled_gpu else None,
         missing=dict(sampler.missing),
         versions=versions(),
         started_at=started_at,

@@ -75,20 +75,14 @@ class NvmlReader:
             return math.nan, math.nan, math.nan
 
     def info(self) -> dict[str, Any]:
-        """Device identity: name, memory total (MB), driver version, index ({} without NVML)."""
+        """Device identity: name, memory total (MB), driver version, UUID, index ({} without
+        NVML)."""
         return dict(getattr(self, "_info", {}))
 
     def _query_info(self) -> dict[str, Any]:
-        name = self._nvml.nvmlDeviceGetName(self._handle)
-        driver = self._nvml.nvmlSystemGetDriverVersion()
-        mem = self._nvml.nvmlDeviceGetMemoryInfo(self._handle)
-        return {
-            "kind": "gpu",
-            "name": name.decode() if isinstance(name, bytes) else str(name),
-            "memory_total_mb": float(mem.total) / _MB,
-            "driver": driver.decode() if isinstance(driver, bytes) else str(driver),
-            "gpu_index": self.index,
-        }
+        from gpuscope.cluster.nvml import read_identity
+
+        return read_identity(self._nvml, self._handle, self.index)
 
     def close(self) -> None:
         if self.available:

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
 from gpuscope.core.limits import pos_float
 
@@ -33,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     u.add_argument("--cluster", required=True, help="cluster TOML file (or bundled name)")
     u.add_argument("--timeout-s", type=pos_float, default=60.0,
                    help="longest wait for idle nodes, s (> 0; default 60)")
+    add_catalog_option(u)
     u.set_defaults(func=_up)
     d = sp.add_parser("down", parents=[state], help="stop the local Slurm (every daemon)")
     d.set_defaults(func=_down)
@@ -45,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub.add_argument("--jobs", default=None,
                      help="queue file (.csv/.json) with the plan's jobs, to run them for real")
     sub.add_argument("-o", "--out", required=True, help="folder for the submission record")
+    add_catalog_option(sub)
     sub.set_defaults(func=_submit)
 
     c = sp.add_parser("collect", help="read a submission back: actual vs plan")
