@@ -120,10 +120,14 @@ OUTPUT_OPTIONS = ("-o", "--out", "--output")
 
 
 def _is_path(v: str) -> bool:
-    return "/" in v or bool(re.search(r"\.(csv|json|pt|toml|py|parquet)(:\w+)?$", v))
+    return "/" in v or bool(re.search(r"\.(csv|json|pt|toml|py|parquet|trace)(:\w+)?$", v))
 
 
 def _covered(path: str, made: list[str]) -> bool:
+    from gpuscope.core.data import external_file
+
+    if external_file(path).is_file() and len(Path(path).parts) == 1:
+        return True  # others' measured data by name (allocate --truth simulation_throughputs.json)
     path = path.split(":")[0].rstrip("/").replace("$d", "*")
     for m in made:
         m = m.rstrip("/").replace("$d", "*")

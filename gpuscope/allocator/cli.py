@@ -147,6 +147,11 @@ def _allocate(args: argparse.Namespace) -> int:
     from gpuscope.allocator.policies import POLICIES
     from gpuscope.allocator.trace import is_trace_file
 
+    from gpuscope.core.data import external_file
+
+    for name in ("jobs", "truth", "estimates"):  # Gavel's files by name, from any folder
+        if getattr(args, name) is not None:
+            setattr(args, name, str(external_file(getattr(args, name))))
     cluster = _cluster(args.cluster)
     check_output(args.out, [args.jobs, args.cluster, args.truth, args.model_dir,
                             args.estimates], kind="dir", what="output folder")

@@ -59,6 +59,18 @@ def data_dir() -> Path:
     return Path(env) if env else bundled("external")
 
 
+def external_file(path: str | Path) -> Path:
+    """``path`` when it exists, else the file of that bare name in others' measured data
+    (:func:`data_dir`: ``6c71a0.trace``, ``simulation_throughputs.json``), else ``path``
+    as given (its reader names it missing)."""
+    p = Path(path)
+    if p.exists() or len(p.parts) != 1:
+        return p
+    root = data_dir()
+    found = sorted(root.rglob(p.name)) if root.is_dir() else []
+    return found[0] if found else p
+
+
 def gavel_dir() -> Path:
     return data_dir() / "gavel"
 
