@@ -146,7 +146,6 @@ def _allocate(args: argparse.Namespace) -> int:
     from gpuscope.allocator.ordering import ORDERS
     from gpuscope.allocator.policies import POLICIES
     from gpuscope.allocator.trace import is_trace_file
-
     from gpuscope.core.data import external_file
 
     for name in ("jobs", "truth", "estimates"):  # Gavel's files by name, from any folder

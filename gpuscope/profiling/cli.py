@@ -80,7 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     st = sub.add_parser("steps", help="time the training steps and GPU memory of a campaign's "
                                       "jobs in one process (appends to a resumable CSV)")
-    st.add_argument("campaign", help="campaign TOML naming the jobs (e.g. campaigns/gpu-steps.toml)")
+    st.add_argument("campaign", help="campaign TOML naming the jobs, or a bundled one by name "
+                    "(gpu-steps)")
     st.add_argument("-o", "--out", required=True,
                     help="CSV, one row per job, appended as each finishes; a rerun skips the "
                          "jobs already in it")
