@@ -85,3 +85,26 @@ def test_bad_input_one_line(argv: list[str], needle: str, capsys) -> None:
     assert main(["estimate", *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
+
+
+def test_graph_file_carries_its_job(tmp_path, capsys) -> None:
+    """``estimate --graph`` uses the batch size, optimizer and precision ``graph export``
+    recorded (not batch 1 / sgd), says so, and the options still override them."""
+    g = tmp_path / "g.json"
+    assert main(["graph", "export", "--model", "resnet20", "--dataset", "cifar10",
+                 "--optimizer", "adam", "--batch-size", "64", "-o", str(g)]) == 0
+    capsys.readouterr()
+    assert main(["estimate", "--graph", str(g), "--devices", "v100", "--format", "csv"]) == 0
+    out = capsys.readouterr()
+    row = pd.read_csv(pd.io.common.StringIO(out.out)).iloc[0]
+    assert "batch_size 64" in out.err and "optimizer adam" in out.err
+    job = JobSpec("resnet20", "cifar10", "adam", 64, 1)
+    e = estimate(job, export_graph(job), get_device("v100"))
+    assert row["steps"] == math.ceil(50_000 / 64) and row["model"] == "resnet20"
+    assert row["exec_time_s"] == pytest.approx(e.exec_time_s)
+    # an option given wins and is not listed as taken from the graph
+    assert main(["estimate", "--graph", str(g), "--devices", "v100", "--format", "csv",
+                 "--batch-size", "16", "--optimizer", "sgd"]) == 0
+    out = capsys.readouterr()
+    assert pd.read_csv(pd.io.common.StringIO(out.out)).iloc[0]["steps"] == 50_000 // 16
+    assert "batch_size" not in out.err and "optimizer" not in out.err

@@ -140,6 +140,14 @@ def _run(a: argparse.Namespace) -> int:
             raise InputError("give --jobs QUEUE or one job's options, not both")
         jobs = read_queue(a.jobs)
     else:
+        if a.graph:  # the job the graph was exported for, unless the options say otherwise
+            from gpuscope.graphs.files import recorded_job
+            from gpuscope.jobs.args import fill_from_graph
+
+            taken = fill_from_graph(a, recorded_job(a.graph))
+            if taken:
+                sys.stderr.write(f"{a.graph}: {', '.join(taken)} (as recorded by graph "
+                                 "export; give the option to override)\n")
         jobs = [job_from_args(a, "estimate")]
     if a.output:
         from gpuscope.core.io import check_output

@@ -64,9 +64,11 @@ def _export(a: argparse.Namespace) -> int:
 
     from gpuscope.graphs import OpVocabulary, encode, export_graph, save_encoded, write_graph
 
-    if a.graph and (a.dataset is None or a.batch_size is None or a.model is None) \
-            and not a.input_shape:
-        _graph_defaults(a)  # the user graph's own dataset and batch size, not imagenet/1
+    if a.graph:  # the user graph's own job, not imagenet / batch 1 / sgd
+        from gpuscope.graphs.files import recorded_job
+        from gpuscope.jobs.args import fill_from_graph
+
+        fill_from_graph(a, recorded_job(a.graph))
     job = _job_from_args(a)
     if a.features not in ("driple", "rich"):
         raise InputError(f"unknown feature mode {a.features!r}; expected driple or rich")
@@ -96,20 +98,6 @@ def _export(a: argparse.Namespace) -> int:
 def _encoded_path(out: Path) -> Path:
     name = out.name[: -len(".json.gz")] if out.name.endswith(".json.gz") else out.stem
     return out.with_name(name + ".parquet")
-
-
-def _graph_defaults(a: argparse.Namespace) -> None:
-    """Fill ``--model``/``--dataset``/``--batch-size`` from a user graph's metadata, so an
-    export does not relabel the graph imagenet / batch 1 (issue 18)."""
-    from gpuscope.graphs import read_graph
-
-    meta = read_graph(a.graph).meta
-    if a.dataset is None and isinstance(meta.get("dataset"), str):
-        a.dataset = meta["dataset"]
-    if a.batch_size is None and isinstance(meta.get("batch_size"), int):
-        a.batch_size = meta["batch_size"]
-    if a.model is None and isinstance(meta.get("model"), str) and meta["model"]:
-        a.model = meta["model"]
 
 
 def _show(a: argparse.Namespace) -> int:

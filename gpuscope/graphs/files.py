@@ -43,6 +43,24 @@ def read_graph(path: str | Path) -> OpGraph:
     return read_graphdef(path)
 
 
+#: The job fields a graph file written by ``graph export`` records in its ``meta``.
+RECORDED_FIELDS: tuple[str, ...] = ("model", "dataset", "batch_size", "optimizer", "precision",
+                                    "grad_accum")
+
+
+def recorded_job(path: str | Path) -> dict[str, object]:
+    """The job fields ``path`` records (:data:`RECORDED_FIELDS`): a graph exported by gpuscope
+    (its meta has ``graph_key``) records them all, ``precision`` and ``grad_accum`` only when
+    not ``fp32`` / 1; another file records what its meta happens to hold (a GraphDef none)."""
+    meta = read_graph(path).meta
+    out: dict[str, object] = {k: meta[k] for k in RECORDED_FIELDS
+                              if isinstance(meta.get(k), (str, int)) and meta[k] != ""}
+    if "graph_key" in meta:
+        out.setdefault("precision", "fp32")
+        out.setdefault("grad_accum", 1)
+    return out
+
+
 def graph_to_pbtxt(graph: OpGraph) -> str:
     """Text GraphDef of an OpGraph (see the module docstring)."""
     names = [n.name.replace(":", "/") for n in graph.nodes]

@@ -41,14 +41,31 @@ def add_job_arguments(p: argparse.ArgumentParser, *, graph: bool = True,
                                      "(e.g. imagenet, wikitext103, tokens:seq=512,vocab=30522)")
     d.add_argument("--input-shape", help="per-sample input shape instead of --dataset, "
                                          "e.g. 3x224x224, 28x28, 100")
-    d.add_argument("--optimizer", default="sgd", help=f"one of {', '.join(OPTIMIZERS)}")
+    d.add_argument("--optimizer", help=f"one of {', '.join(OPTIMIZERS)} (default: a --graph "
+                                       "file's, else sgd)")
     d.add_argument("--batch-size", type=pos_int, help="samples per forward/backward pass")
     if epochs:
         d.add_argument("--epochs", type=pos_int, default=1)
-    d.add_argument("--precision", default="fp32", help=f"one of {', '.join(PRECISIONS)}")
-    d.add_argument("--grad-accum", type=pos_int, default=1,
-                   help="micro-batches per optimizer step (gradient accumulation)")
+    d.add_argument("--precision", help=f"one of {', '.join(PRECISIONS)} (default: a --graph "
+                                       "file's, else fp32)")
+    d.add_argument("--grad-accum", type=pos_int,
+                   help="micro-batches per optimizer step (gradient accumulation; default: a "
+                        "--graph file's, else 1)")
     d.add_argument("--steps-per-epoch", type=pos_int, help="override of dataset size / batch")
+
+
+def fill_from_graph(a: argparse.Namespace, recorded: dict[str, object]) -> list[str]:
+    """Set the job options the user left out from what a ``--graph`` file records
+    (``graphs.files.recorded_job``): its model name, dataset, batch size, optimizer,
+    precision, gradient accumulation. Returns ``"field value"`` for each one taken."""
+    taken = []
+    for field in ("model", "dataset", "batch_size", "optimizer", "precision", "grad_accum"):
+        if field == "dataset" and getattr(a, "input_shape", None):
+            continue
+        if getattr(a, field, None) is None and field in recorded:
+            setattr(a, field, recorded[field])
+            taken.append(f"{field} {recorded[field]}")
+    return taken
 
 
 def job_from_args(a: argparse.Namespace, command: str = "this command") -> JobSpec:
@@ -88,10 +105,10 @@ def job_from_args(a: argparse.Namespace, command: str = "this command") -> JobSp
     else:
         model = a.model or Path(str(graph)).stem
     return JobSpec.from_dict({
-        "model": model, "dataset": dataset, "optimizer": a.optimizer,
+        "model": model, "dataset": dataset, "optimizer": a.optimizer or "sgd",
         "batch_size": a.batch_size, "epochs": getattr(a, "epochs", 1),
         "steps_per_epoch": a.steps_per_epoch, "framework": getattr(a, "framework", "pytorch"),
-        "graph": graph, "precision": a.precision, "grad_accum": a.grad_accum,
+        "graph": graph, "precision": a.precision or "fp32", "grad_accum": a.grad_accum or 1,
         "module": a.module, "hf": hf,
     })
 
