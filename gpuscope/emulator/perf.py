@@ -115,6 +115,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuscope.cluster.devices import DeviceSpec
+from gpuscope.cluster.precision import usable_peaks
 from gpuscope.emulator.graphcost import (  # noqa: F401  (re-exported)
     _CLASS_INDEX,
     _CUDNN_CLASSES,
@@ -322,6 +323,8 @@ def estimate(
     p = (params or default_params()).for_era(device.host_era)
     cost = graph if isinstance(graph, GraphCost) else GraphCost.from_graph(graph, job.batch_size)
     prec = job_precision(job)
+    # the tensor-core formats the architecture has for this precision (no BF16 before Ampere)
+    device = usable_peaks(device, prec)
     # a graph traced under autocast already holds half-precision activations and weight casts
     mem = footprint_from_sizes(cost.param_bytes, cost.act_bytes(p), job.optimizer, device, p,
                                "fp32" if cost.half_traced else prec)

@@ -85,6 +85,21 @@ def estimate_rows(jobs: list[Any], devices: list[Any], graph_cache: str | None =
     return rows, facts
 
 
+def precision_warnings(jobs: list[Any], devices: list[Any]) -> list[str]:
+    """One line per job precision some devices lack tensor cores for
+    (``cluster.precision.effective_precision``), naming those devices."""
+    from gpuscope.cluster.precision import effective_precision
+
+    lacking: dict[tuple[str, str], list[str]] = {}
+    for prec in sorted({str(getattr(j, "precision", "fp32")) for j in jobs}):
+        for d in devices:
+            _, why = effective_precision(d.arch, prec)
+            if why:
+                lacking.setdefault((prec, why), []).append(d.name)
+    return [f"warning: {prec} on {', '.join(names)}: {why}"
+            for (prec, why), names in lacking.items()]
+
+
 def _human(s: float) -> str:
     if not math.isfinite(s):
         return "-"
@@ -161,6 +176,8 @@ def _run(a: argparse.Namespace) -> int:
         params = EmulatorParams.load(a.params)
     rows, facts = estimate_rows(jobs, devices, a.graph_cache, params,
                                 progress=not a.quiet and len(jobs) > 1)
+    for line in precision_warnings(jobs, devices):
+        sys.stderr.write(line + "\n")
     if a.format == "table":
         for job in jobs:
             f = facts[job.key]
