@@ -43,8 +43,32 @@ STAGE_CLIS: tuple[str, ...] = (
 )
 
 
+def _no_default(action: argparse.Action) -> bool:
+    """An option without a default worth stating: None, a flag's False, suppressed (by
+    identity: a default of 0 is stated)."""
+    return action.default is None or action.default is False or \
+        action.default is argparse.SUPPRESS
+
+
+class DefaultsFormatter(argparse.HelpFormatter):
+    """``--help`` states every option's default: ``(default: X)`` is appended to a help text
+    that does not already say its default (options without one, None or a flag, excepted)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (not action.option_strings or _no_default(action) or text == argparse.SUPPRESS
+                or "default" in text.lower()):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr and exit code 2."""
+    """An ArgumentParser whose errors are one line on stderr and exit code 2, and whose help
+    states every default (:class:`DefaultsFormatter`)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> None:  # type: ignore[override]
         where = self.prog.removeprefix("gpuscope").strip()
@@ -66,7 +90,19 @@ def build_parser() -> argparse.ArgumentParser:
     for mod_name in STAGE_CLIS:
         importlib.import_module(mod_name).register(sub)
     _bound_numbers(parser)
+    _help_for_defaults(parser)
     return parser
+
+
+def _help_for_defaults(parser: argparse.ArgumentParser) -> None:
+    """An option with a default but no help text gets ``default: X`` as its help (argparse
+    prints nothing for an option without help, so :class:`DefaultsFormatter` cannot)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sp in dict.fromkeys(action.choices.values()):
+                _help_for_defaults(sp)
+        elif action.option_strings and action.help is None and not _no_default(action):
+            action.help = "default: %(default)s"
 
 
 def _bound_numbers(parser: argparse.ArgumentParser) -> None:

@@ -124,3 +124,52 @@ def test_training_is_deterministic() -> None:
     assert runs[0].u_term == runs[1].u_term and runs[0].val == runs[1].val
     for a, b in zip(runs[0].agent.q.parameters(), runs[1].agent.q.parameters()):
         assert torch.equal(a, b)
+
+
+QUEUE = ("job_id,model,dataset,optimizer,batch_size,epochs,arrival_s\n"
+         "x,lenet,cifar10,sgd,32,1,0\ny,lenet,cifar10,sgd,32,1,3600\n"
+         "z,resnet20,cifar10,sgd,32,1,7200\nf,resnet50,imagenet,sgd,32,1,36000\n")
+
+
+def test_queue_episodes_take_arrivals_and_own_run_times(tmp_path: Path) -> None:
+    """A queue fixes the episode's arrivals (hours from the first) and its terminal job; with
+    a t_jng table of the queue each job gets its own scaled run time and the smallest flavor
+    whose limit holds it (A100 limits: s 72 h, m 168 h, l 336 h)."""
+    import numpy as np
+
+    from gpuscope.cluster.config import default_cluster
+    from gpuscope.jobs.queue import read_queue
+    from gpuscope.mdrl.extensions import QueueEpisodes, TjngDurations
+    from gpuscope.mdrl.simulate import partition_from_cluster
+
+    (tmp_path / "q.csv").write_text(QUEUE)
+    jobs = tuple(read_queue(tmp_path / "q.csv"))
+    part = partition_from_cluster(default_cluster(), "A100")
+    ep = QueueEpisodes(part, jobs)(np.random.default_rng(0))
+    assert [j.arrival_h for j in ep.jobs] == [0.0, 1.0, 2.0, 10.0]
+    assert ep.jobs[-1].flavor == part.multi[-1] and all(j.flavor in part.single
+                                                        for j in ep.jobs[:-1])
+    # 8-GPU times (h) x .05, y .2, z .9, f 1.1 and three 1.0 fillers: median 1, so the
+    # scale is the l limit, 336; on g GPUs a job takes t x 8 / g. x: s 0.2 x 336 = 67.2 <= 72;
+    # y: s 268.8 > 72, m 134.4 <= 168; z: s, m too long, l 302.4 <= 336
+    times = {"x": .05, "y": .2, "z": .9, "f": 1.1, "w1": 1.0, "w2": 1.0, "w3": 1.0}
+    table = pd.DataFrame([{"job_id": j, "node_type": "a100", "n_gpus": g,
+                           "exec_time_s": 3600.0 * t * 8 / g}
+                          for j, t in times.items() for g in (2, 4, 8, 16)])
+    ep = QueueEpisodes(part, jobs, TjngDurations(table))(np.random.default_rng(0))
+    assert [j.flavor for j in ep.jobs[:-1]] == [0, 1, 2]
+    assert [j.duration_h for j in ep.jobs[:-1]] == pytest.approx([67.2, 134.4, 302.4])
+
+
+def test_train_on_a_queue_prints_the_held_out_figure(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    (tmp_path / "q.csv").write_text(QUEUE)
+    assert main(["mdrl", "train", "--jobs", str(tmp_path / "q.csv"), "--partitions", "A100",
+                 "--episodes", "6", "--batch", "8", "--quiet", "-o", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    assert "test U_term: DQN" in out and "first-fit" in out
+    assert main(["mdrl", "train", "--jobs", str(tmp_path / "q.csv"), "--arrivals", "gavel",
+                 "-o", str(tmp_path / "m2")]) == 2
+    assert main(["mdrl", "train", "--jobs", str(tmp_path / "nope.csv"),
+                 "-o", str(tmp_path / "m3")]) == 2

@@ -25,7 +25,9 @@ def _env_flags(p: argparse.ArgumentParser) -> None:
                    help="cluster TOML file or bundled name (default gist-aix, seed 003 Table 2)")
     p.add_argument("--partitions", default="",
                    help="comma-separated partitions (default: all with flavors)")
-    p.add_argument("--jobs", type=pos_int, default=5, help="jobs per episode, last = f (default 5)")
+    p.add_argument("--jobs", default="5", metavar="N|QUEUE",
+                   help="jobs per episode, the last is f (default 5), or a job queue file "
+                        "(.csv/.json): its jobs and arrival times make each episode")
     p.add_argument("--iat", type=float, default=6.0,
                    help="mean exponential inter-arrival time in hours; 0 = burst (default 6)")
     p.add_argument("--durations", default="limits", choices=("limits", "fig3", "tjng"),
@@ -51,10 +53,30 @@ def _env_flags(p: argparse.ArgumentParser) -> None:
                         "has room (fit: the agent picks servers, cannot defer a job)")
 
 
+def _queue_file(args: argparse.Namespace) -> str | None:
+    """The queue file ``--jobs`` names (None for a count)."""
+    text = str(args.jobs).strip()
+    return None if text.lstrip("+-").isdigit() else text
+
+
 def _check_jobs(args: argparse.Namespace) -> None:
-    if args.jobs < 2:
-        raise InputError(f"--jobs must be >= 2 (the last job is f), got {args.jobs}")
-    check_count("--jobs", args.jobs, MAX_EPISODE_JOBS)
+    """``--jobs``: a count, or a queue file whose jobs make the episodes (``args.queue``)."""
+    text = str(args.jobs).strip()
+    args.queue = None
+    try:
+        n = int(text)
+    except ValueError:
+        from gpuscope.jobs.queue import read_queue
+
+        if args.arrivals != "poisson":
+            raise InputError("--jobs QUEUE gives the arrivals: it goes with --arrivals "
+                             "poisson (the default), not gavel") from None
+        args.queue = tuple(read_queue(text))
+        n = len(args.queue)
+    if n < 2:
+        raise InputError(f"--jobs must be >= 2 (the last job is f), got {n}")
+    check_count("--jobs", n, MAX_EPISODE_JOBS)
+    args.jobs = n
 
 
 def _partitions(args: argparse.Namespace) -> tuple[Any, list[Any]]:
@@ -83,8 +105,12 @@ def make_env(args: argparse.Namespace, part: Any) -> Any:
         dur.calibrate(part)
     else:
         dur = DURATIONS[args.durations]
-    if args.arrivals == "gavel":
-        sampler: Any = GavelEpisodes(part, n_jobs=args.jobs, durations=dur)
+    if getattr(args, "queue", None):
+        from gpuscope.mdrl.extensions import QueueEpisodes
+
+        sampler: Any = QueueEpisodes(part, args.queue, durations=dur)
+    elif args.arrivals == "gavel":
+        sampler = GavelEpisodes(part, n_jobs=args.jobs, durations=dur)
     else:
         sampler = EpisodeSampler(part, n_jobs=args.jobs, iat_h=args.iat, durations=dur)
     return partition_env(part, sampler, state=args.state, terminal_bonus=args.terminal_bonus,
@@ -103,7 +129,8 @@ def _train(args: argparse.Namespace) -> int:
     from gpuscope.mdrl.agent import DQNConfig
     from gpuscope.mdrl.train import learning_curve_png, plateau_episode, train_agent
 
-    check_output(args.out, [args.cluster, args.tjng], kind="dir", what="output folder")
+    check_output(args.out, [args.cluster, args.tjng, _queue_file(args)], kind="dir",
+                 what="output folder")
     _check_jobs(args)
     # replay: ~2 observations of <= 1 kB each per transition; network: layers x hidden^2
     # float32 weights with Adam's moments and a target copy
@@ -128,10 +155,12 @@ def _train(args: argparse.Namespace) -> int:
         res.agent.save(out / f"{part.name}.pt")
         curves[part.name] = res.u_term
         last = float(np.mean(res.u_term[-100:]))
+        dqn, ff = held_out_u_term(env, res.agent, TEST_EPISODES, 10_000 + args.seed)
         summary.append({"partition": part.name, "episodes": args.episodes,
                         "seconds": round(res.seconds, 1), "u_term_last100": round(last, 4),
                         "plateau_episode": plateau_episode(res.u_term),
-                        "kept_episode": res.best_episode})
+                        "kept_episode": res.best_episode, "test_u_term_dqn": round(dqn, 4),
+                        "test_u_term_first_fit": round(ff, 4)})
     tmp = out / "train.csv.tmp"
     with open(tmp, "w") as f:
         f.write("partition,episode,u_term\n")
@@ -141,13 +170,35 @@ def _train(args: argparse.Namespace) -> int:
     learning_curve_png(curves, str(out / "learning_curve.png"),
                        f"mDRL DQN U_term (emulated; iat {args.iat} h, seed {args.seed})")
     print(f"{'partition':<10} {'episodes':>8} {'seconds':>8} {'U_term(last100)':>16} "
-          f"{'plateau':>8} kept")
+          f"{'plateau':>8} {'kept':>5} {'test U_term: DQN':>17} {'first-fit':>9}")
     for s in summary:
         print(f"{s['partition']:<10} {s['episodes']:>8} {s['seconds']:>8} "
               f"{s['u_term_last100']:>16.3f} {str(s['plateau_episode']):>8} "
-              f"{s['kept_episode']}")
+              f"{s['kept_episode']:>5} {s['test_u_term_dqn']:>17.3f} "
+              f"{s['test_u_term_first_fit']:>9.3f}")
+    print(f"test U_term: mean over {TEST_EPISODES} episodes of seed {10_000 + args.seed} "
+          "(mdrl eval's first seed), greedy DQN with the kept weights; emulated")
     print(json.dumps({"out": str(out), "partitions": summary}))
     return 0
+
+
+#: Episodes of the test figure ``mdrl train`` prints.
+TEST_EPISODES = 100
+
+
+def held_out_u_term(env: Any, agent: Any, n: int, seed: int) -> tuple[float, float]:
+    """Mean U_term of the greedy DQN and of first-fit on ``n`` episodes of ``seed`` (the
+    episodes ``mdrl eval`` draws for its first seed: disjoint from training's)."""
+    import numpy as np
+
+    from gpuscope.mdrl.agent import DQNPolicy
+    from gpuscope.mdrl.baselines import FirstFit, run_episode
+    from gpuscope.mdrl.train import draw_episodes
+
+    eps = draw_episodes(env, n, seed)
+    dqn = DQNPolicy(agent)
+    return (float(np.mean([run_episode(env, dqn, e).u_term for e in eps])),
+            float(np.mean([run_episode(env, FirstFit(), e).u_term for e in eps])))
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -163,8 +214,8 @@ def _eval(args: argparse.Namespace) -> int:
     )
 
     if args.out:
-        check_output(args.out, [args.cluster, args.tjng, args.model_dir], kind="dir",
-                     what="output folder")
+        check_output(args.out, [args.cluster, args.tjng, args.model_dir, _queue_file(args)],
+                     kind="dir", what="output folder")
     _check_jobs(args)
     _, parts = _partitions(args)
     pols = [p.strip() for p in args.policies.split(",") if p.strip()]

@@ -6,6 +6,8 @@
   (minutes), so they are scaled by one factor per table — the l flavor's time limit over the
   median l-size t_jng on the table's fastest type — and capped at the flavor's time limit
   (Slurm ends a job at ``--time``). Label: ``emulated`` (or as the table's ``source``).
+* ``--jobs queue.csv``: a gpuscope job queue's arrivals (and, with ``--durations tjng``, each
+  job's own run time and the flavor that holds it): :class:`QueueEpisodes`.
 * ``--arrivals gavel``: arrival times and GPU counts from the Gavel MSR trace (measured,
   Philly-derived; 2000 jobs over 719.7 h): its 2/4/8-GPU jobs in order become s/m/l jobs,
   K−1 consecutive ones an episode, the terminal f job arriving with the next one.
@@ -20,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.core.errors import InputError
+from gpuscope.jobs.spec import JobSpec
 from gpuscope.mdrl.simulate import DurationFn, Episode, JobReq, Partition, limit_durations
 
 
@@ -111,3 +114,60 @@ class GavelEpisodes:
             jobs.append(JobReq(i, k, float(arr[i]), d,
                                model or str(self.trace["job_type"].iloc[i0 + i])))
         return Episode(tuple(jobs), source="measured arrivals (Gavel MSR trace)")
+
+
+@dataclass
+class QueueEpisodes:
+    """Episodes of a job queue (``mdrl --jobs queue.csv``): its jobs in arrival order, their
+    arrival times (``arrival_s``, shifted to start at 0), the last one the terminal f job.
+
+    A job's flavor: with ``--durations tjng`` and the job in the table (its ``job_id``; the
+    table of ``gpuscope tjng --jobs`` the same queue), the smallest single-server flavor whose
+    time limit holds the job's scaled run time on this partition, which is its duration;
+    otherwise, as seed 003 §6.1 draws it, uniform over s/m/l (the queue then fixes arrivals
+    and the episode length, each draw its flavors).
+    """
+
+    part: Partition
+    jobs: tuple[JobSpec, ...]
+    durations: DurationFn = limit_durations
+
+    def __post_init__(self) -> None:
+        if len(self.jobs) < 2:
+            raise InputError(f"--jobs queue has {len(self.jobs)} job(s); an episode needs 2 "
+                             "or more (the last is f)")
+        self.jobs = tuple(sorted(self.jobs, key=lambda j: j.arrival_s))
+
+    def _own(self, job: JobSpec) -> tuple[int, float] | None:
+        """(flavor, duration) from the job's own t_jng rows, or None."""
+        dur = self.durations
+        if not isinstance(dur, TjngDurations) or job.job_id is None:
+            return None
+        hit = np.flatnonzero(dur.jobs == job.job_id)
+        if not hit.size:
+            return None
+        if dur.scale <= 0:
+            dur.calibrate(self.part)
+        for k in self.part.single:
+            f = self.part.flavors[k]
+            t = dur.times.get((self.part.gpu_type, f.gpus))
+            if t is not None and t[hit[0]] * dur.scale <= f.limit_h:
+                return k, float(t[hit[0]] * dur.scale)
+        k = self.part.single[-1]
+        return k, float(self.part.flavors[k].limit_h)
+
+    def __call__(self, rng: np.random.Generator) -> Episode:
+        single = self.part.single
+        term = self.part.multi[-1] if self.part.multi else single[-1]
+        t0 = self.jobs[0].arrival_s
+        out = []
+        for i, job in enumerate(self.jobs):
+            own = None if i == len(self.jobs) - 1 else self._own(job)
+            if own is not None:
+                k, d = own
+            else:
+                k = term if i == len(self.jobs) - 1 else int(single[int(rng.integers(len(single)))])
+                d, _ = self.durations(rng, self.part, k)
+            out.append(JobReq(i, k, (job.arrival_s - t0) / 3600.0, float(d),
+                              job.job_id or job.model))
+        return Episode(tuple(out), source="a job queue's arrivals")
