@@ -172,6 +172,7 @@ def named_cases() -> list[Case]:
         ("mdrl-train-cluster", _with("mdrl train", "--cluster", "{X}.toml")),
         ("mdrl-train-tjng", _with("mdrl train", "--tjng", "{X}.csv") + ["--durations", "tjng"]),
         ("mdrl-eval-model-dir", _with("mdrl eval", "--model-dir", "{X}")),
+        ("mdrl-train-jobs-queue", _with("mdrl train", "--jobs", "{X}.csv")),
         ("specon-k8s-from", _with("specon export-k8s", "--from", "{X}")),
         ("specon-fit-log", _pos("specon fit", "{X}.csv")),
         ("slurm-up-cluster", _with("slurm up", "--cluster", "{X}.toml")),
