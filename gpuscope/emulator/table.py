@@ -157,7 +157,7 @@ def _run(a: argparse.Namespace) -> int:
     else:
         if a.graph:  # the job the graph was exported for, unless the options say otherwise
             from gpuscope.graphs.files import recorded_job
-            from gpuscope.jobs.args import fill_from_graph
+            from gpuscope.workloads.args import fill_from_graph
 
             taken = fill_from_graph(a, recorded_job(a.graph))
             if taken:

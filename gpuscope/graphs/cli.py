@@ -66,7 +66,7 @@ def _export(a: argparse.Namespace) -> int:
 
     if a.graph:  # the user graph's own job, not imagenet / batch 1 / sgd
         from gpuscope.graphs.files import recorded_job
-        from gpuscope.jobs.args import fill_from_graph
+        from gpuscope.workloads.args import fill_from_graph
 
         fill_from_graph(a, recorded_job(a.graph))
     job = _job_from_args(a)
