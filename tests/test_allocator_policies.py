@@ -3,6 +3,7 @@ tables, against answers worked out by hand or by brute force."""
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import json
 
@@ -129,6 +130,65 @@ def test_online_on_many_types_keeps_every_running_job_in_place() -> None:
             s, f = on.start[js], on.finish[js]
             o = np.argsort(s)
             assert (s[o][1:] >= f[o][:-1] - 1e-9).all()
+
+
+class _PlainPlanner:
+    """The planning rule written plainly: every waiting job in turn (at most 8 x GPUs) to the
+    type where ``earliest predicted free time + time`` is least (ties: lowest type index);
+    jobs planned on a free GPU start."""
+
+    def __init__(self, plan_time: np.ndarray) -> None:
+        self.plan_time = plan_time
+
+    def update(self, j: int) -> None:
+        pass
+
+    def plan(self, t: float, waiting: list, avail: list) -> list[tuple[int, int]]:
+        n_free = sum(1 for h in avail for a in h if a[1] == 0)
+        starts: list[tuple[int, int]] = []
+        for _, _, j in waiting[: 8 * sum(len(h) for h in avail)]:
+            if n_free == 0:
+                break
+            best, bf = -1, np.inf
+            for d, h in enumerate(avail):
+                f = max(h[0][0], t) + self.plan_time[j, d]
+                if f < bf:
+                    best, bf = d, f
+            if best < 0:
+                continue
+            _, busy, g = heapq.heapreplace(avail[best], (bf, 1, avail[best][0][2]))
+            if busy == 0:
+                starts.append((j, g))
+                n_free -= 1
+        return starts
+
+
+@pytest.mark.parametrize("preempt", [False, True])
+def test_online_planner_decides_as_the_plain_rule(monkeypatch, preempt: bool) -> None:
+    """The replaying, block-scoring planner against the plain rule, schedule for schedule,
+    on queues with ties (whole seconds), jobs that fit only some types and early/late jobs."""
+    rng = np.random.default_rng(11)
+    runs = []
+    for it in range(60):
+        k = int(rng.integers(1, 5))
+        c = ClusterSpec(tuple(f"t{i}" for i in range(k)), tuple(rng.integers(1, 4, k).tolist()))
+        n = int(rng.integers(1, 70))
+        digits = 0 if it % 2 else 6
+        est = np.round(rng.uniform(1, 20, (n, k)), digits)
+        est[rng.random(est.shape) < 0.1] = np.inf
+        noise = 1.0 if it % 4 == 0 else rng.lognormal(0, 0.3, est.shape)
+        actual = np.where(np.isfinite(est), est * noise, np.inf)
+        arr = np.round(np.sort(rng.uniform(0, 60, n)), digits)
+        runs.append((c, arr, est, actual, rng.uniform(0, 3, (n, k))))
+    out = []
+    for planner in (None, _PlainPlanner):
+        if planner is not None:
+            monkeypatch.setattr("gpuscope.allocator.online.Planner", planner)
+        out.append([simulate_online(c, a, e, x, preempt=preempt, restart_s=r)
+                    for c, a, e, x, r in runs])
+    for fast, plain in zip(*out):
+        for f in ("device", "gpu", "first_start", "start", "finish", "preemptions"):
+            assert np.array_equal(getattr(fast, f), getattr(plain, f), equal_nan=True), f
 
 
 def test_trace_round_trips_in_both_layouts(tmp_path) -> None:

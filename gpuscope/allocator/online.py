@@ -9,7 +9,9 @@ stop a running one (policy docstring); the stopped job keeps the work it has don
 checkpoint-restart cost when it starts again, and may resume on another GPU type (its
 remaining fraction of work times that type's time).
 
-Costs: one pass per event reads the head of the queue only; the queue is a sorted list
+Costs: one pass per event (none while no GPU is free and nothing may be stopped) reads the
+head of the queue only, replaying what still holds of the previous pass
+(:class:`~gpuscope.allocator.policies.online.Planner`); the queue is a sorted list
 (``bisect``), GPUs a heap per type, completions a heap.
 """
 
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuscope.allocator.policies.online import dispatch
+from gpuscope.allocator.policies.online import Planner
 from gpuscope.cluster.counts import ClusterSpec
 from gpuscope.core.errors import InputError
 
@@ -58,6 +60,7 @@ def simulate_online(
             (needed with ``preempt``).
     """
     arrivals = np.asarray(arrivals, dtype=float)
+    est = np.where(np.isnan(est), np.inf, est)  # NaN: no prediction, never planned there
     n, k = est.shape
     if actual.shape != est.shape or len(arrivals) != n or k != len(cluster.devices):
         raise InputError("arrivals, estimates and actual times must be one row per job and "
@@ -69,6 +72,7 @@ def simulate_online(
     if bad.any():
         raise InputError(f"{int(bad.sum())} job(s) have no valid actual time where planned")
     inst_dev = cluster.instance_device
+    inst_l = inst_dev.tolist()
     first_gpu = np.concatenate([[0], np.cumsum(cluster.counts)[:-1]])
     g_total = len(inst_dev)
     rs = np.zeros((n, k)) if restart_s is None else np.asarray(restart_s, dtype=float)
@@ -76,40 +80,41 @@ def simulate_online(
     frac = np.ones(n)  # remaining fraction of each job's work
     stopped = np.zeros(n, dtype=bool)  # resumes pay the restart cost
     plan_time = est.copy()
+    planner = Planner(plan_time)
+    keys = est.min(axis=1).tolist() if k else [0.0] * n  # shortest predicted time per job
     dev = np.full(n, -1, dtype=np.int64)
     gpu = np.full(n, -1, dtype=np.int64)
     first = np.full(n, np.nan)
     start = np.full(n, np.nan)
     finish = np.full(n, np.nan)
     nstop = np.zeros(n, dtype=np.int64)
-    running = np.full(g_total, -1, dtype=np.int64)
-    run_start = np.zeros(g_total)  # when the current run's useful work began
-    run_end = np.zeros(g_total)  # actual finish of the current run
-    pred_end = np.zeros(g_total)  # predicted finish of the current run
-    version = np.zeros(n, dtype=np.int64)
+    running = [-1] * g_total
+    run_start = [0.0] * g_total  # when the current run's useful work began
+    run_end = [0.0] * g_total  # actual finish of the current run
+    pred_end = [0.0] * g_total  # predicted finish of the current run
+    version = [0] * n
+    n_idle = g_total
 
     order = np.lexsort((np.arange(n), arrivals))
     arr_l = arrivals[order].tolist()
     ord_l = order.tolist()
+    arrivals_l = arrivals.tolist()
     waiting: list[tuple[float, float, int]] = []
     done: list[tuple[float, int, int, int]] = []  # (finish, job, instance, version)
     i, left = 0, int(plan_ok.sum())
 
-    def key(j: int) -> float:
-        return float(np.min(plan_time[j]))
-
     def start_job(j: int, g: int, t: float) -> None:
-        d = int(inst_dev[g])
+        d = inst_l[g]
         cost = rs[j, d] if stopped[j] else 0.0
         running[g] = j
         run_start[g] = t + cost
-        run_end[g] = t + cost + frac[j] * actual[j, d]
-        pred_end[g] = t + cost + frac[j] * est[j, d]
+        run_end[g] = float(t + cost + frac[j] * actual[j, d])
+        pred_end[g] = float(t + cost + frac[j] * est[j, d])
         if np.isnan(first[j]):
             first[j] = t
         start[j] = t
         dev[j], gpu[j] = d, g - first_gpu[d]
-        heapq.heappush(done, (float(run_end[g]), j, g, int(version[j])))
+        heapq.heappush(done, (run_end[g], j, g, version[j]))
 
     while left > 0:
         t_arr = arr_l[i] if i < n else np.inf
@@ -123,69 +128,71 @@ def simulate_online(
                 continue  # a run that was stopped
             finish[j] = f
             running[g] = -1
+            n_idle += 1
             left -= 1
         while i < n and arr_l[i] <= t:
             j = ord_l[i]
             i += 1
             if plan_ok[j]:
-                bisect.insort(waiting, (key(j), arrivals[j], j))
-        if not waiting:
+                bisect.insort(waiting, (keys[j], arrivals_l[j], j))
+        if not waiting or (n_idle == 0 and not preempt):
             continue
         avail: list[list[tuple[float, int, int]]] = [[] for _ in range(k)]
         for g in range(g_total):
-            j = int(running[g])
-            a = (t, 0, g) if j < 0 else (max(float(pred_end[g]), t), 1, g)
-            avail[inst_dev[g]].append(a)
+            j = running[g]
+            pe = pred_end[g]
+            avail[inst_l[g]].append((t, 0, g) if j < 0 else (pe if pe > t else t, 1, g))
         for h in avail:
             heapq.heapify(h)
-        starts = dispatch(t, waiting, plan_time, avail)
+        starts = planner.plan(t, waiting, avail)
         if preempt:
-            starts += _preemptions(t, waiting, starts, plan_time, est, rs, running, pred_end,
-                                   inst_dev, k)
+            starts += _preemptions(t, waiting, starts, plan_time, rs, running, pred_end,
+                                   inst_dev)
         for j, g in starts:
-            prev = int(running[g])
+            prev = running[g]
             if prev >= 0:  # stop the running job: keep its work, re-queue it
-                d = int(inst_dev[g])
+                d = inst_l[g]
                 did = max(t - run_start[g], 0.0) / actual[prev, d] if actual[prev, d] > 0 else 1
                 frac[prev] = max(frac[prev] - did, 0.0)
                 stopped[prev] = True
                 version[prev] += 1
                 nstop[prev] += 1
                 plan_time[prev] = frac[prev] * est[prev] + rs[prev]
-                bisect.insort(waiting, (key(prev), arrivals[prev], prev))
-            idx = bisect.bisect_left(waiting, (key(j), arrivals[j], j))
+                planner.update(prev)
+                keys[prev] = float(np.min(plan_time[prev]))
+                bisect.insort(waiting, (keys[prev], arrivals_l[prev], prev))
+            else:
+                n_idle -= 1
+            idx = bisect.bisect_left(waiting, (keys[j], arrivals_l[j], j))
             waiting.pop(idx)
             start_job(j, g, t)
     return OnlineSchedule(dev, gpu, first, start, finish, nstop)
 
 
 def _preemptions(t: float, waiting: list[tuple[float, float, int]],
-                 started: list[tuple[int, int]], plan_time: np.ndarray, est: np.ndarray,
-                 rs: np.ndarray, running: np.ndarray, pred_end: np.ndarray,
-                 inst_dev: np.ndarray, k: int) -> list[tuple[int, int]]:
-    """Waiting jobs (shortest first) that stop a running job on their best type when that
-    job's predicted remaining time exceeds theirs plus the stopped job's restart cost."""
+                 started: list[tuple[int, int]], plan_time: np.ndarray, rs: np.ndarray,
+                 running: list[int], pred_end: list[float],
+                 inst_dev: np.ndarray) -> list[tuple[int, int]]:
+    """Waiting jobs (shortest first) that stop a running job when that job's predicted
+    remaining time exceeds theirs plus the stopped job's restart cost: each takes the GPU of
+    largest gain (the first such GPU on a tie), one job per GPU."""
     gpus = {g for _, g in started}
     jobs = {j for j, _ in started}
+    busy = np.array([g for g, r in enumerate(running) if r >= 0 and g not in gpus], dtype=int)
+    cand = [j for _, _, j in waiting[: len(running)] if j not in jobs]
+    if not len(busy) or not cand:
+        return []
+    d = inst_dev[busy]
+    rem = np.asarray(pred_end)[busy] - t
+    pt = plan_time[np.ix_(cand, d)]
+    gain = rem[None, :] - pt - rs[np.asarray(running)[busy], d][None, :]
+    gain = np.where(np.isfinite(pt), gain, -np.inf)
     out: list[tuple[int, int]] = []
-    busy = [g for g in range(len(running)) if running[g] >= 0 and g not in gpus]
-    if not busy:
+    if not (gain > 0).any():
         return out
-    for _, _, j in waiting[: len(running)]:
-        if j in jobs:
-            continue
-        best_g, best_gain = -1, 0.0
-        for g in busy:
-            if g in gpus:
-                continue
-            d = int(inst_dev[g])
-            r = int(running[g])
-            rem = float(pred_end[g]) - t
-            gain = rem - plan_time[j, d] - rs[r, d]
-            if np.isfinite(plan_time[j, d]) and gain > best_gain:
-                best_g, best_gain = g, gain
-        if best_g >= 0:
-            out.append((j, best_g))
-            gpus.add(best_g)
-            jobs.add(j)
+    for i in np.flatnonzero((gain > 0).any(axis=1)).tolist():
+        b = int(np.argmax(gain[i]))
+        if gain[i, b] > 0:
+            out.append((cand[i], int(busy[b])))
+            gain[:, b] = -np.inf
     return out
