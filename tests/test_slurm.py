@@ -9,7 +9,7 @@ import pytest
 
 from gpuscope.core.errors import InputError
 from gpuscope.slurm import daemons, procs
-from gpuscope.slurm._cluster import instance_node, instance_offset, load, type_counts
+from gpuscope.slurm._cluster import load
 from gpuscope.slurm.collect import gpu_overcommit, read_jobcomp, read_log
 from gpuscope.slurm.config import Layout, gres_conf, slurm_conf
 from gpuscope.slurm.submit import dependencies, place, read_plan, script_text
@@ -24,18 +24,26 @@ def cfg():
 
 def test_example_cluster_is_4_nodes_2_types_2_partitions(cfg):
     assert [s.name for s in cfg.servers] == ["a100-1", "a100-2", "v100-1", "v100-2"]
-    assert type_counts(cfg) == {"a100": 8, "v100": 16}
+    assert cfg.type_counts() == {"a100": 8, "v100": 16}
     assert [p.name for p in cfg.partitions] == ["A100", "V100"]
 
 
 def test_instances_fill_servers_in_file_order(cfg):
     # a100#0-3 on a100-1, a100#4-7 on a100-2; v100#0-7 on v100-1, v100#8-15 on v100-2
-    assert [instance_node(cfg, "a100", i).name for i in (0, 3, 4, 7)] == \
+    assert [cfg.instance_node("a100", i).name for i in (0, 3, 4, 7)] == \
         ["a100-1", "a100-1", "a100-2", "a100-2"]
-    assert instance_node(cfg, "v100", 8).name == "v100-2"
-    assert instance_offset(cfg, "v100-2") == 8 and instance_offset(cfg, "a100-1") == 0
+    assert cfg.instance_node("v100", 8).name == "v100-2"
+    assert cfg.instance_offset("v100-2") == 8 and cfg.instance_offset("a100-1") == 0
     with pytest.raises(InputError, match="has 8 GPU"):
-        instance_node(cfg, "a100", 8)
+        cfg.instance_node("a100", 8)
+
+
+def test_gpu_counts_is_the_allocators_view_of_a_cluster_file(cfg):
+    from gpuscope.cluster.counts import ClusterSpec
+
+    assert cfg.gpu_counts() == ClusterSpec(("a100", "v100"), (8, 16))
+    assert ClusterSpec.from_arg(str(EXAMPLE)) == cfg.gpu_counts()
+    assert ClusterSpec.from_arg("a100:2,v100") == ClusterSpec(("a100", "v100"), (2, 1))
 
 
 def test_conf_text(cfg, tmp_path):

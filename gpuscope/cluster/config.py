@@ -39,12 +39,15 @@ from __future__ import annotations
 from collections import Counter
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpuscope.core.data import bundled
 from gpuscope.core.errors import InputError
+
+if TYPE_CHECKING:
+    from gpuscope.cluster.counts import ClusterSpec
 
 #: Tolerance when a flavor's given ``rate`` is compared with GPUs / partition GPUs.
 RATE_TOL: float = 1e-6
@@ -176,6 +179,58 @@ class ClusterConfig(_Frozen):
     def gpu_types(self) -> list[str]:
         """Distinct catalog GPU types of the servers, in first-appearance order."""
         return list(dict.fromkeys(s.gpu_type for s in self.servers))
+
+    def type_counts(self) -> dict[str, int]:
+        """GPUs of each type over all servers, types in first-appearance order."""
+        out: dict[str, int] = {}
+        for s in self.servers:
+            out[s.gpu_type] = out.get(s.gpu_type, 0) + s.gpus
+        return out
+
+    def gpu_counts(self) -> ClusterSpec:
+        """The cluster as GPU types x counts (the view the allocator simulates): GPU ``i`` of
+        a type is instance ``type#i``, held by :meth:`instance_node`."""
+        from gpuscope.cluster.counts import ClusterSpec
+
+        counts = self.type_counts()
+        return ClusterSpec(tuple(counts), tuple(counts.values()))
+
+    def server(self, name: str) -> ServerSpec:
+        """The server ``name`` (``InputError`` if unknown)."""
+        for s in self.servers:
+            if s.name == name:
+                return s
+        raise InputError(f"cluster {self.name!r} has no server {name!r}; servers: "
+                         f"{', '.join(s.name for s in self.servers)}")
+
+    def instance_node(self, gpu_type: str, instance: int) -> ServerSpec:
+        """The server holding GPU instance ``gpu_type#instance`` (0-based) of
+        :meth:`gpu_counts`: the servers of a type are filled in file order (the first holds
+        instances ``0 … gpus₁−1``, the next the following ``gpus₂``, …)."""
+        k = int(instance)
+        if k < 0:
+            raise InputError(f"GPU instance {gpu_type}#{k} is negative")
+        for s in self.servers:
+            if s.gpu_type != gpu_type:
+                continue
+            if k < s.gpus:
+                return s
+            k -= s.gpus
+        have = self.type_counts().get(gpu_type, 0)
+        raise InputError(f"cluster {self.name!r} has {have} GPU(s) of type {gpu_type!r}; the "
+                         f"plan uses {gpu_type}#{instance}")
+
+    def instance_offset(self, node: str) -> int:
+        """Instance number of ``node``'s first GPU among the GPUs of its type (the inverse of
+        :meth:`instance_node`)."""
+        gpu_type = self.server(node).gpu_type
+        off = 0
+        for s in self.servers:
+            if s.name == node:
+                break
+            if s.gpu_type == gpu_type:
+                off += s.gpus
+        return off
 
     def partition_gpus(self, partition: str) -> int:
         """Total GPUs of ``partition``."""

@@ -66,6 +66,18 @@ class ClusterSpec:
             counts.append(int(num) if sep else 1)
         return cls(tuple(devices), tuple(counts))
 
+    @classmethod
+    def from_arg(cls, text: str) -> ClusterSpec:
+        """A ``--cluster`` argument: ``TYPE:COUNT,...`` (:meth:`parse`), or a cluster file
+        (``.toml`` or an existing path) as its GPU counts (``ClusterConfig.gpu_counts``)."""
+        from pathlib import Path
+
+        if not (text.endswith(".toml") or Path(text).is_file()):
+            return cls.parse(text)
+        from gpuscope.cluster.config import load_cluster
+
+        return load_cluster(text).gpu_counts()
+
     def __str__(self) -> str:
         return ",".join(f"{d}:{c}" for d, c in zip(self.devices, self.counts))
 

@@ -2,7 +2,7 @@
 
 A plan is a CSV with one row per job: ``job_id`` and where it runs, either ``node`` (a server
 of the cluster file) or ``device`` + ``gpu`` (the allocator's GPU instance ``device#gpu``,
-mapped to servers in file order, :func:`gpuscope.slurm._cluster.instance_node`); optional
+mapped to servers in file order, ``ClusterConfig.instance_node``); optional
 ``gpus`` (default 1), ``partition`` (default: the node's), ``arrival_s``, ``start_s``,
 ``finish_s`` or ``duration_s`` (planned seconds), ``status`` (``rejected`` rows are skipped).
 
@@ -39,7 +39,6 @@ import pandas as pd
 from gpuscope.cluster.config import ClusterConfig
 from gpuscope.core.errors import InputError, SlurmError
 from gpuscope.jobs.spec import JobSpec
-from gpuscope.slurm._cluster import instance_node, server
 
 SUBMISSION = "slurm_submission.json"
 #: Planned makespan that ``time_scale="auto"`` maps a dry run onto (seconds of wall time).
@@ -85,10 +84,10 @@ def place(plan: pd.DataFrame, cfg: ClusterConfig) -> pd.DataFrame:
         raise InputError("the plan has no job to run (all rejected or empty)")
     df["job_id"] = df["job_id"].astype(str)
     if "node" not in df.columns or df["node"].isna().any():
-        nodes = [n if isinstance(n, str) and n else instance_node(cfg, str(d), int(g)).name
+        nodes = [n if isinstance(n, str) and n else cfg.instance_node(str(d), int(g)).name
                  for n, d, g in zip(df.get("node", [None] * len(df)), df["device"], df["gpu"])]
         df["node"] = nodes
-    srvs = [[server(cfg, n) for n in node_list(x)] for x in df["node"]]
+    srvs = [[cfg.server(n) for n in node_list(x)] for x in df["node"]]
     srv = [ss[0] for ss in srvs]
     for j, ss in zip(df["job_id"], srvs):
         if len({(x.gpu_type, x.partition) for x in ss}) > 1:
@@ -100,7 +99,7 @@ def place(plan: pd.DataFrame, cfg: ClusterConfig) -> pd.DataFrame:
                if str(d) != s.gpu_type]
         if bad:
             raise InputError(f"job {bad[0][0]}: planned on {bad[0][1]} but node {bad[0][2]} has "
-                             f"{server(cfg, bad[0][2]).gpu_type} GPUs")
+                             f"{cfg.server(bad[0][2]).gpu_type} GPUs")
     if "partition" not in df.columns or df["partition"].isna().any():
         df["partition"] = [s.partition for s in srv]
     df["gpus"] = df["gpus"].fillna(1).astype(int) if "gpus" in df.columns else 1
