@@ -209,10 +209,10 @@ def test_bad_sources_exit_2_with_one_line(tmp_path, capsys) -> None:
     ex = ["graph", "export", *out]
     (tmp_path / "raises.py").write_text("def build():\n    raise ValueError('no GPU budget')\n")
     (tmp_path / "notmod.py").write_text("def build():\n    return 42\n")
-    (tmp_path / "broken.py").write_text("import not_a_package_xyz\n")
+    (tmp_path / "broken.py").write_text("import not_a_package_xyz\n\ndef build(): ...\n")
     cases = {
         "does not exist": ["--module", str(tmp_path / "missing.py:build"), "--dataset", "cifar10"],
-        "no callable": ["--module", f"{EXAMPLE}:nope", "--dataset", "tokens"],
+        "defines no 'nope'": ["--module", f"{EXAMPLE}:nope", "--dataset", "tokens"],
         "raised ValueError: no GPU budget": ["--module", f"{tmp_path / 'raises.py'}:build",
                                              "--dataset", "cifar10"],
         "not a torch.nn.Module": ["--module", f"{tmp_path / 'notmod.py'}:build",

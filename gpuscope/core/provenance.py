@@ -40,6 +40,21 @@ def _counts(labels: pd.DataFrame, col: str) -> str:
     return ", ".join(f"{n} {k}" for k, n in sorted(c.items()))
 
 
+def labels_file(path: str | Path) -> Path:
+    """The label table of a dataset: ``path`` when it is a ``.parquet`` file (a corpus), else
+    the folder's ``corpus.parquet`` or ``labels.parquet``; one ``InputError`` line when there
+    is none (commands check this before they import torch)."""
+    p = Path(path)
+    if p.suffix == ".parquet":
+        if not p.is_file():
+            raise InputError(f"dataset {p} does not exist")
+        return p
+    for name in ("corpus.parquet", "labels.parquet"):
+        if (p / name).is_file():
+            return p / name
+    raise InputError(f"dataset {p}: labels.parquet is missing")
+
+
 def manifest_of(folder: str | Path) -> dict[str, Any]:
     """A dataset folder's ``manifest.json`` ({} when absent); one line when unreadable."""
     p = Path(folder) / "manifest.json"

@@ -25,6 +25,7 @@ from typing import Any
 
 from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
+from gpuscope.core.progress import phase
 from gpuscope.workloads.args import add_job_arguments, job_from_args
 
 COLUMNS: tuple[str, ...] = (
@@ -55,15 +56,14 @@ def estimate_rows(jobs: list[Any], devices: list[Any], graph_cache: str | None =
                   params: Any = None, progress: bool = False) -> tuple[list[dict[str, Any]],
                                                                        dict[str, Any]]:
     """One row per job x device (``COLUMNS``) and per-job graph facts (nodes, GFLOPs, export s)."""
-    from tqdm import tqdm
-
+    from gpuscope.core.progress import bar
     from gpuscope.emulator import estimate
     from gpuscope.graphs import GraphCache, export_graph
 
     cache = GraphCache(graph_cache)
     rows: list[dict[str, Any]] = []
     facts: dict[str, Any] = {}
-    for job in tqdm(jobs, desc="estimate", unit="job", disable=not progress):
+    for job in bar(jobs, desc="estimate", unit="job", quiet=not progress):
         t0 = time.perf_counter()
         graph = export_graph(job) if job.graph else cache.get_or_export(job)
         facts[job.key] = {"nodes": graph.num_nodes, "gflops": graph.total_flops() / 1e9,
@@ -147,13 +147,14 @@ def _json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _run(a: argparse.Namespace) -> int:
     from gpuscope.cluster.devices import parse_device_list
-    from gpuscope.jobs.queue import read_queue
+    from gpuscope.jobs.queue import check_sources, read_queue
 
     devices = parse_device_list(a.devices)  # an unknown device fails before any work
     if a.jobs:
         if any(getattr(a, k) for k in ("job", "model", "module", "hf", "hf_config", "graph")):
             raise InputError("give --jobs QUEUE or one job's options, not both")
         jobs = read_queue(a.jobs)
+        check_sources(jobs, a.jobs)  # before torch loads
     else:
         if a.graph:  # the job the graph was exported for, unless the options say otherwise
             from gpuscope.graphs.files import recorded_job
@@ -174,6 +175,8 @@ def _run(a: argparse.Namespace) -> int:
         from gpuscope.emulator.params import EmulatorParams
 
         params = EmulatorParams.load(a.params)
+    if len(jobs) == 1:
+        phase(f"exporting the training-step graph of {jobs[0].model}", quiet=a.quiet)
     rows, facts = estimate_rows(jobs, devices, a.graph_cache, params,
                                 progress=not a.quiet and len(jobs) > 1)
     for line in precision_warnings(jobs, devices):

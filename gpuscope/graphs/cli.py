@@ -15,13 +15,13 @@ Heavy libraries (torch, tensorflow) are imported inside the handlers.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from gpuscope.core.errors import InputError
 from gpuscope.core.io import check_output
 from gpuscope.core.limits import check_memory, pos_int
+from gpuscope.core.progress import phase
 from gpuscope.workloads.args import add_job_arguments, job_from_args
 
 
@@ -62,8 +62,6 @@ def _job_from_args(a: argparse.Namespace) -> Any:
 def _export(a: argparse.Namespace) -> int:
     import time
 
-    from gpuscope.graphs import OpVocabulary, encode, export_graph, save_encoded, write_graph
-
     if a.graph:  # the user graph's own job, not imagenet / batch 1 / sgd
         from gpuscope.graphs.files import recorded_job
         from gpuscope.workloads.args import fill_from_graph
@@ -81,6 +79,9 @@ def _export(a: argparse.Namespace) -> int:
             from gpuscope.graphs import OpVocabulary
 
             OpVocabulary.load(a.vocab)  # a corrupt vocabulary fails before the export
+    phase(f"tracing the training step of {job.model}" if not job.graph else f"reading {job.graph}")
+    from gpuscope.graphs import OpVocabulary, encode, export_graph, save_encoded, write_graph
+
     t0 = time.perf_counter()
     g = export_graph(job)
     dt = time.perf_counter() - t0
@@ -149,7 +150,7 @@ def _summary(a: argparse.Namespace) -> int:
                              f"expected some of {', '.join(table_models)}")
         jobs = [j for j in jobs if j.model in wanted]
     jobs = [j.with_(batch_size=a.batch_size) for j in jobs if j.optimizer in opts]
-    df = catalog_summary(jobs, progress=sys.stderr.isatty())
+    df = catalog_summary(jobs, progress=True)
     with pd.option_context("display.max_rows", None, "display.width", 160):
         print(df.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     if a.output:

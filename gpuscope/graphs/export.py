@@ -185,14 +185,14 @@ def export_graph(job: JobSpec) -> OpGraph:
 def catalog_summary(jobs: Iterable[JobSpec], progress: bool = True) -> pd.DataFrame:
     """One row per distinct graph: model, dataset, optimizer, batch_size, nodes, edges,
     param_count, gflops_per_step (known FLOPs of forward+backward+optimizer), export_s."""
-    from tqdm import tqdm
+    from gpuscope.core.progress import bar
 
     jobs = list({j.graph_key: j for j in jobs}.values())
     if any(j.graph is None and j.framework == "pytorch" for j in jobs):
         import gpuscope.graphs.frontends.torch  # noqa: F401  (import time is not export time)
         import gpuscope.workloads  # noqa: F401
     rows = []
-    for job in tqdm(jobs, desc="export graphs", disable=not progress, unit="graph"):
+    for job in bar(jobs, desc="export graphs", unit="graph", quiet=not progress):
         t0 = time.perf_counter()
         g = export_graph(job)
         dt = time.perf_counter() - t0

@@ -18,8 +18,9 @@ from gpuscope.core.lazy import attach
 
 __getattr__, __dir__, __all__ = attach(__name__, {
     "JobSpec": ".spec", "FieldError": ".spec", "table_jobs": ".spec", "module_file": ".spec",
+    "module_problem": ".spec",
     "read_queue": ".queue", "write_queue": ".queue", "QUEUE_COLUMNS": ".queue",
-    "assign_ids": ".queue",
+    "assign_ids": ".queue", "check_sources": ".queue", "missing_files": ".queue",
     "DatasetSpec": ".datasets", "DATASETS": ".datasets", "parse_dataset": ".datasets",
     "shape_dataset": ".datasets",
     "MODELS": ".catalog", "OPTIMIZERS": ".catalog", "PRECISIONS": ".catalog",

@@ -63,13 +63,10 @@ def _template(a: argparse.Namespace) -> int:
 
 
 def _check(a: argparse.Namespace) -> int:
-    from gpuscope.jobs.queue import missing_files, read_queue
+    from gpuscope.jobs.queue import check_sources, read_queue
 
     jobs = read_queue(a.queue)
-    missing = missing_files(jobs)
-    if missing:
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise InputError(f"{a.queue}: {missing[0]}{more}")
+    check_sources(jobs, a.queue)  # files and factory names, read without running them
     for j in jobs:
         print(f"{j.job_id}: {j.model} ({j.source}) {j.dataset} {j.optimizer} b{j.batch_size}"
               f" x{j.grad_accum} {j.precision} {j.epochs} epoch(s), {j.total_steps:,} steps")

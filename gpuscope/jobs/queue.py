@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuscope.core.errors import InputError
-from gpuscope.jobs.spec import FieldError, JobSpec, module_file
+from gpuscope.jobs.spec import FieldError, JobSpec, module_file, module_problem
 
 QUEUE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(JobSpec))
 
@@ -95,20 +95,30 @@ def _relative_to(row: dict[str, Any], base: Path) -> dict[str, Any]:
 
 
 def missing_files(jobs: Iterable[JobSpec]) -> list[str]:
-    """One line per job whose ``module`` file, ``graph`` file or ``hf`` config.json does not
-    exist (as read: relative paths from the working directory, after ``read_queue`` pointed
-    those found next to the queue file there); package modules and architecture names are
-    not checked here (importing them runs user code)."""
+    """One line per job whose ``module`` file (or its factory: :func:`module_problem`),
+    ``graph`` file or ``hf`` config.json does not exist (as read: relative paths from the
+    working directory, after ``read_queue`` pointed those found next to the queue file there);
+    package modules and architecture names are not checked here (importing them runs user
+    code)."""
     out: list[str] = []
     for j in jobs:
-        path = module_file(j.module) if j.module else None
-        if path is not None and not Path(path).is_file():
-            out.append(f"job {j.job_id}: module file {path} does not exist")
+        problem = module_problem(j.module) if j.module else None
+        if problem is not None:
+            out.append(f"job {j.job_id}: {problem}")
         if j.graph and not Path(j.graph).is_file():
             out.append(f"job {j.job_id}: graph file {j.graph} does not exist")
         if j.hf and j.hf.endswith(".json") and not Path(j.hf).is_file():
             out.append(f"job {j.job_id}: hf config {j.hf} does not exist")
     return out
+
+
+def check_sources(jobs: Iterable[JobSpec], where: str | Path) -> None:
+    """Refuse (one ``InputError`` line: the first problem and how many more) jobs whose model
+    files :func:`missing_files` finds missing; commands call it before they import torch."""
+    missing = missing_files(jobs)
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise InputError(f"{where}: {missing[0]}{more}")
 
 
 def write_queue(jobs: Iterable[JobSpec], path: str | Path) -> Path:

@@ -62,6 +62,54 @@ def module_file(module: str) -> str | None:
     return target if target.endswith(".py") or "/" in target or "\\" in target else None
 
 
+def module_problem(module: str) -> str | None:
+    """Why the factory of a ``path/to/file.py:factory`` source cannot be there, found without
+    running the file: it does not exist, is not Python, or binds no top-level ``factory``
+    (def, class, assignment or import, also under a top-level ``if``/``try``). None when it
+    may be there, and for ``package.module:factory`` sources (finding those imports code)."""
+    path = module_file(module)
+    if path is None:
+        return None
+    p = Path(path)
+    if not p.is_file():
+        return f"module file {path} does not exist"
+    st = p.stat()
+    return _factory_problem(str(p), module.rpartition(":")[2], st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _factory_problem(path: str, factory: str, mtime_ns: int, size: int) -> str | None:
+    """:func:`module_problem` of one file version (memoised: a queue repeats its modules)."""
+    import ast
+    import difflib
+
+    try:
+        tree = ast.parse(Path(path).read_bytes(), filename=path)
+    except SyntaxError as e:
+        return f"module file {path} is not valid Python: {e.msg} (line {e.lineno})"
+    except (OSError, ValueError) as e:
+        return f"module file {path} cannot be read: {e}"
+    names: set[str] = set()
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            todo += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", []),
+                     *(s for h in getattr(node, "handlers", []) for s in h.body)]
+    if factory in names or names & {"*", "__getattr__"}:
+        return None
+    close = difflib.get_close_matches(factory, sorted(names), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"module file {path} defines no {factory!r}{hint}"
+
+
 def source_model_name(module: str | None = None, hf: str | None = None) -> str:
     """Default model name of a ``module`` or ``hf`` source: ``examples/my_model.py:build`` ->
     ``my_model.build``; ``gpt2:n_layer=36`` -> ``hf-gpt2``; ``cfg/config.json`` -> ``hf-cfg``."""

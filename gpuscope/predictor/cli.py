@@ -22,8 +22,11 @@ from typing import Any
 
 from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
-from gpuscope.core.io import check_input_file, check_output, write_table
+from gpuscope.core.io import check_output, write_table
 from gpuscope.core.limits import check_count, check_memory, fraction, pos_float, pos_int
+from gpuscope.core.progress import phase
+from gpuscope.core.provenance import labels_file
+from gpuscope.predictor.checkpoint import check_checkpoint_file
 
 #: Most size variants per Hugging Face family and configurations per architecture (corpus).
 MAX_CORPUS_VARIANTS: int = 10_000
@@ -147,7 +150,9 @@ def _train(a: argparse.Namespace) -> int:
         if a.arch != "gnn":
             raise InputError("--init-from (transfer learning) goes with --arch gnn; the physics "
                              "predictor trains from its emulator estimate")
-        check_input_file(a.init_from, "checkpoint")
+        check_checkpoint_file(a.init_from)
+    for d in a.dataset:  # a wrong path fails here, before torch loads
+        labels_file(d)
     _steps(a.steps)
     # GCN + GRU + MLP weights with Adam's two moments: ~16 hidden x hidden float32 matrices
     check_memory(f"--hidden {a.hidden}", 16 * 4 * 3 * a.hidden**2)
@@ -165,7 +170,10 @@ def _train_physics(a: argparse.Namespace) -> int:
 
     if a.kinds not in ("auto", "gbt", "mlp", "analytic"):
         raise InputError(f"unknown --kinds {a.kinds!r}; expected auto, gbt, mlp or analytic")
+    phase(f"loading {_datasets(a.dataset)}", quiet=a.quiet)
     data = load_physics(a.dataset, progress=not a.quiet)
+    phase(f"fitting the corrections of {len(data.targets)} targets on {len(data):,} rows "
+          f"(--kinds {a.kinds})", quiet=a.quiet)
     ck = fit_physics(data, kinds=a.kinds, seed=a.seed,
                      residual=not getattr(a, "no_residual", False))
     ck["device_kind"] = _device_kind(a.dataset, ck["provenance"])
@@ -219,6 +227,7 @@ def _train_gnn(a: argparse.Namespace) -> int:
                       progress=not a.quiet)
     targets = cfg.target_names()
     src = load_checkpoint(a.init_from, targets) if a.init_from else None
+    phase(f"loading {_datasets([a.dataset])}", quiet=a.quiet)
     data = load_dataset(a.dataset)
     res = fit_predictor(data, cfg, init_from=src)
     save_checkpoint(res.bundle, a.output, half=a.half)
@@ -231,6 +240,8 @@ def _train_gnn(a: argparse.Namespace) -> int:
 def _evaluate(a: argparse.Namespace) -> int:
     if a.output:
         check_output(a.output, [a.dataset, a.model], what="table")
+    check_checkpoint_file(a.model)  # both checked before torch loads
+    labels_file(a.dataset)
     from gpuscope.predictor.physics.model import FORMAT_VERSION, read_checkpoint_dict
 
     if read_checkpoint_dict(a.model).get("format_version") == FORMAT_VERSION:
@@ -247,6 +258,7 @@ def _evaluate_physics(a: argparse.Namespace) -> int:
     from gpuscope.predictor.physics.model import PhysicsPredictor, read_checkpoint_dict
 
     ck = read_checkpoint_dict(a.model)
+    phase(f"loading {_datasets([a.dataset])}", quiet=a.quiet)
     data = load_physics([a.dataset], progress=not a.quiet)
     devs = sorted(set(data.labels["device"].astype(str)))
     if len(devs) != 1:  # issue 18: every row is predicted on one device, never row 0's
@@ -254,6 +266,7 @@ def _evaluate_physics(a: argparse.Namespace) -> int:
                          "evaluate one device's dataset at a time")
     dev = devs[0]
     pred = PhysicsPredictor(ck, device=dev if ck["device"] == "multi" else None)
+    phase(f"predicting {len(data):,} rows", quiet=a.quiet)
     y_hat = pred.model.predict(data.frame, data.total_steps())
     y = data.Y()
     split = data.labels["split"].astype(str).to_numpy()
@@ -289,7 +302,10 @@ def _evaluate_gnn(a: argparse.Namespace) -> int:
     if bundle.config.device_dim:
         raise InputError(f"{a.model} is a multi-device model; evaluate it with "
                          "benchmarks/predictor_multidevice.py")
+    phase(f"loading {_datasets([a.dataset])}", quiet=a.quiet)
     data = load_dataset(a.dataset)
+    phase(f"scoring {Path(a.model).name}" + (" and fitting the GBT baseline" if a.baseline
+                                              else ""), quiet=a.quiet)
     table = evaluate(bundle, data, a.baseline, name=f"gnn-{bundle.target_set}")
     print(f"{data.device} ({data.provenance}); model {Path(a.model).name} trained on "
           f"{bundle.device}, split {bundle.split.get('kind', '?')} seed "
@@ -301,20 +317,25 @@ def _evaluate_gnn(a: argparse.Namespace) -> int:
 
 
 def _predict(a: argparse.Namespace) -> int:
-    from gpuscope.jobs.queue import read_queue
-    from gpuscope.predictor.gnn.predict import load_predictor
-    from gpuscope.predictor.physics.model import domain_warning
+    from gpuscope.jobs.queue import check_sources, read_queue
 
     if a.workers < 0:
         raise InputError(f"--workers must be >= 0 (0 = one per core), got {a.workers}")
     check_output(a.output, [a.jobs, a.model, a.graphs], what="predictions")
+    check_checkpoint_file(a.model)
     if a.graphs is not None:  # a typo or a corrupt file fails here, whatever the checkpoint
         from gpuscope.core.io import read_parquet
 
         gp = Path(a.graphs)
         read_parquet(gp / "graphs.parquet" if gp.is_dir() else gp, "encoded graphs")
     jobs = read_queue(a.jobs)
+    check_sources(jobs, a.jobs)  # everything above runs before torch loads
+    phase(f"loading {a.model}")
+    from gpuscope.predictor.gnn.predict import load_predictor
+    from gpuscope.predictor.physics.model import domain_warning
+
     pred = load_predictor(a.model, graphs=a.graphs, device=a.device)
+    phase(f"predicting {len(jobs):,} jobs on {pred.device}")
     if hasattr(pred, "builder"):  # the physics predictor's feature rows
         pred.builder.workers = a.workers
     t0 = time.perf_counter()
@@ -348,6 +369,10 @@ def _checkpoint_kind(pred: Any) -> str:
         return str(ck.get("device_kind") or ("emulated" if prov == "emulated" else "unknown"))
     prov = str(getattr(getattr(pred, "bundle", None), "provenance", ""))
     return "emulated" if prov == "emulated" else "unknown"
+
+
+def _datasets(paths: list[str]) -> str:
+    return f"dataset {paths[0]}" if len(paths) == 1 else f"{len(paths)} datasets"
 
 
 def _corpus(a: argparse.Namespace) -> int:

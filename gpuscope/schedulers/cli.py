@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import replace
 
 from gpuscope.core.errors import InputError
@@ -39,7 +38,7 @@ def _run(args: argparse.Namespace) -> int:
     kw["proxy"] = args.proxy
     kw["candidates"] = args.candidates
     kw["repack"] = args.repack
-    res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=sys.stderr.isatty(),
+    res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=not args.quiet,
                    full_log=args.full_log)
     write_results(res, args.output, {"instance": str(args.instance), "seed": args.seed,
                                      "tjng_source": p.params.tjng_source,
@@ -104,6 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="also write schedule.csv, one row per rescheduling point x job "
                          "(the reference's format; grows quadratically with the instance)")
     sp.add_argument("-o", "--output", help="results folder")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=_run)
     sub = sp.add_subparsers(dest="schedule_command", metavar="generate")
     g = sub.add_parser("generate", help="random instance as in seed 002 §4.1")

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from gpuscope.core.errors import InputError
+from gpuscope.core.progress import bar as progress_bar
 from gpuscope.schedulers.model import Problem
 from gpuscope.schedulers.step import StepState, node_types
 
@@ -128,7 +128,7 @@ def simulate(p: Problem, method: object, progress: bool = False, check: bool = T
     active = np.zeros(0, dtype=np.int64)
     ptr, t, it = 0, float(p.submit[arr[0]]), 0
     logs, slots, solve = [], [], []
-    bar = tqdm(total=J, disable=not progress, desc="simulate", unit="job")
+    bar = progress_bar(total=J, desc="simulate", unit="job", quiet=not progress)
 
     def close(js: np.ndarray, end: np.ndarray | float) -> None:
         if len(js):

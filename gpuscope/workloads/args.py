@@ -19,7 +19,14 @@ from pathlib import Path
 
 from gpuscope.core.errors import InputError
 from gpuscope.core.limits import pos_int
-from gpuscope.jobs.spec import OPTIMIZERS, PRECISIONS, JobSpec, shape_dataset, source_model_name
+from gpuscope.jobs.spec import (
+    OPTIMIZERS,
+    PRECISIONS,
+    JobSpec,
+    module_problem,
+    shape_dataset,
+    source_model_name,
+)
 
 
 def add_job_arguments(p: argparse.ArgumentParser, *, graph: bool = True,
@@ -89,6 +96,9 @@ def job_from_args(a: argparse.Namespace, command: str = "this command") -> JobSp
     if a.dataset and a.input_shape:
         raise InputError("give --dataset or --input-shape, not both")
     dataset = a.dataset or (shape_dataset(a.input_shape) if a.input_shape else None)
+    problem = module_problem(a.module) if a.module else None
+    if problem is not None:  # a wrong path or factory name fails here, before torch loads
+        raise InputError(problem)
     if dataset is None and a.module:
         from gpuscope.workloads.sources import module_dataset
 

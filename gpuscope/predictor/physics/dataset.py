@@ -24,6 +24,7 @@ from gpuscope.core.provenance import (
     check_folder_labels,
     check_label_rows,
     check_labels,
+    labels_file,
     one_provenance,
 )
 from gpuscope.core.targets import TARGETS
@@ -133,8 +134,8 @@ def load_physics(paths: Sequence[str | Path], builder: FeatureBuilder | None = N
     builder = builder or FeatureBuilder()
     parts, provs = [], []
     for p in map(Path, paths):
-        corpus = p if p.suffix == ".parquet" else p / "corpus.parquet"
-        if corpus.is_file():
+        corpus = labels_file(p)
+        if corpus == p or corpus.name == "corpus.parquet":
             df = _read_parquet(corpus)
             # A corpus spans devices (multi-device by design), never provenances.
             _, prov = check_labels(df, f"corpus {corpus}", multi_device=True,
@@ -143,10 +144,7 @@ def load_physics(paths: Sequence[str | Path], builder: FeatureBuilder | None = N
             parts.append(from_corpus(df))
             provs.append(prov)
             continue
-        lp = p / "labels.parquet"
-        if not lp.is_file():
-            raise InputError(f"dataset {p}: labels.parquet is missing")
-        labels = _read_parquet(lp)
+        labels = _read_parquet(corpus)
         # Issue 18: a dataset folder holds one device and one provenance (every row checked);
         # several folders make a multi-device model, of one provenance.
         _, prov = check_folder_labels(labels, p)
