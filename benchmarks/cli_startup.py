@@ -56,9 +56,11 @@ def main() -> None:
               f"{wall / base_wall:7.1f} {cpu / base_cpu:7.1f}")
         if cmd == ("--help",):
             help_wall, help_cpu = wall, cpu
-    verdict = "met" if min(help_wall, help_cpu) <= GOAL_S else "missed"
-    print(f"goal: gpuscope --help <= {GOAL_S} s on 2 cores: {verdict} "
-          f"(wall {help_wall:.3f} s, cpu {help_cpu:.3f} s)")
+    load = os.getloadavg()[0]
+    print(f"goal: gpuscope --help <= {GOAL_S} s on 2 cores: wall {help_wall:.3f} s "
+          f"({'met' if help_wall <= GOAL_S else 'missed'} at load {load:.1f}), cpu "
+          f"{help_cpu:.3f} s ({'met' if help_cpu <= GOAL_S else 'missed'}; the wall time of "
+          "an idle machine)")
 
 
 if __name__ == "__main__":

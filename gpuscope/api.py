@@ -117,7 +117,7 @@ def allocate(jobs: JobSpec | Sequence[JobSpec] | str | Path, cluster: str,
     (``.placement``, ``.schedule`` frame, ``.metrics``: average JCT, makespan...)."""
     from gpuscope.allocator import ClusterSpec
     from gpuscope.allocator.inputs import check_devices, prepare, run
-    from gpuscope.allocator.predict import DEFAULT_MODEL_DIR
+    from gpuscope.allocator.names import DEFAULT_MODEL_DIR
 
     spec = ClusterSpec.parse(cluster)
     check_devices(spec)

@@ -2,13 +2,14 @@
 
 Each stage registers its own subcommands from ``gpuscope/<stage>/cli.py``, which defines
 ``register(subparsers) -> None``; every subcommand sets ``func`` (a callable taking the parsed
-``argparse.Namespace`` and returning an exit code) with ``parser.set_defaults(func=...)``.
-Stage CLI modules import heavy libraries (torch, tensorflow) inside their handlers so that
-``gpuscope --help`` stays fast.
+``argparse.Namespace`` and returning an exit code) with ``parser.set_defaults(func=...)``;
+``demo`` (what ``make demo`` runs) is defined here. ``register`` reads only light modules
+(names and defaults) and handlers import torch, pandas and the like, so ``gpuscope --help``
+and ``gpuscope <cmd> --help`` load none of them (``tests/test_cli_startup.py``).
 
 Bad input raises ``gpuscope.core.errors.InputError``; ``main`` prints it as one line and exits 2.
 Every plain ``type=int`` option takes an integer in [0, 2**31 - 1] and every plain
-``type=float`` option a finite number >= 0 (:func:`_bound_numbers`, issue 18); a stage that
+``type=float`` option a finite number >= 0 (:func:`_bound_numbers`); a stage that
 needs other bounds gives the option an explicit type from :mod:`gpuscope.core.limits`. An
 ``OSError`` that escapes a command (a file that vanished, a full disk) is one line too.
 """
@@ -39,7 +40,6 @@ STAGE_CLIS: tuple[str, ...] = (
     "gpuscope.mdrl.cli",
     "gpuscope.specon.cli",
     "gpuscope.slurm.cli",
-    "gpuscope.demo",
 )
 
 
@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for mod_name in STAGE_CLIS:
         importlib.import_module(mod_name).register(sub)
+    d = sub.add_parser("demo", help="run the main job on bundled defaults (what `make demo` runs)",
+                       description=_demo.__doc__)
+    d.add_argument("--graphs", action="store_true",
+                   help="print the graph summary of the default catalog instead")
+    d.set_defaults(func=_demo)
     _bound_numbers(parser)
     _help_for_defaults(parser)
     return parser
@@ -103,6 +108,23 @@ def _help_for_defaults(parser: argparse.ArgumentParser) -> None:
                 _help_for_defaults(sp)
         elif action.option_strings and action.help is None and not _no_default(action):
             action.help = "default: %(default)s"
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """Seed 001's Table 4 experiment on bundled defaults: the bundled predictor checkpoints
+    predict the scheduler workload on one gtx1080, one rtx2070 and one titanx; every placement
+    policy is simulated with FIFO and SJF on the bundled ground truth, and the policy
+    comparison table is printed."""
+    if args.graphs:
+        from gpuscope.graphs import catalog_summary
+        from gpuscope.jobs.spec import MODEL_DATASETS, JobSpec
+
+        jobs = [JobSpec(m, ds[0], "adam", 32, 10) for m, ds in MODEL_DATASETS.items()]
+        print(catalog_summary(jobs).to_string(index=False))
+        return 0
+    from gpuscope.allocator.reproduce import run_demo
+
+    return run_demo()
 
 
 def _bound_numbers(parser: argparse.ArgumentParser) -> None:

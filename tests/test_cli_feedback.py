@@ -65,6 +65,10 @@ def test_wrong_paths_and_names_fail_before_torch(tmp_path: Path) -> None:
                                               "--dataset", "imagenet", "--batch-size", "2",
                                               "-o", "g.json"],
         "jobs check: misspelled factory": ["jobs", "check", "typo.csv"],
+        "allocate: queue with a misspelled factory": ["allocate", "--jobs", "typo.csv",
+                                                      "--cluster", "titanx:1", "-o", "a"],
+        "tjng: queue with a missing module": ["tjng", "--jobs", "missing.csv", "--cluster",
+                                              "titanx:1", "-o", "t"],
     }
     out = _fails_before_torch(cases, tmp_path)
     for name, (rc, torch_loaded, err) in out.items():

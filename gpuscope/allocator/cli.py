@@ -12,6 +12,7 @@ from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
 from gpuscope.core.io import check_output, write_text
 from gpuscope.core.limits import check_memory
+from gpuscope.core.progress import phase
 
 if TYPE_CHECKING:
     from gpuscope.allocator.inputs import AllocationInputs
@@ -19,11 +20,14 @@ if TYPE_CHECKING:
     from gpuscope.cluster.counts import ClusterSpec
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from gpuscope.allocator.inputs import NAMED_QUEUES
-    from gpuscope.allocator.ordering import ORDERS
-    from gpuscope.allocator.policies import DEFAULT_POLICY, POLICIES
-    from gpuscope.allocator.policies.mix import DEFAULT_WEIGHT
-    from gpuscope.allocator.restart import RESTART_BASE_S
+    from gpuscope.allocator.names import (
+        DEFAULT_POLICY,
+        DEFAULT_WEIGHT,
+        NAMED_QUEUES,
+        ORDERS,
+        POLICY_NAMES,
+        RESTART_BASE_S,
+    )
 
     queues = ", ".join(NAMED_QUEUES)
     p = subparsers.add_parser(
@@ -39,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cluster", required=True,
                    help="TYPE:COUNT,... e.g. gtx1080:1,rtx2070:1, or a cluster TOML file")
     p.add_argument("--policy", default=DEFAULT_POLICY,
-                   help=f"one or a comma list of {', '.join(POLICIES)}, or 'all' "
+                   help=f"one or a comma list of {', '.join(POLICY_NAMES)}, or 'all' "
                         f"(default: %(default)s)")
     p.add_argument("--order", default="fifo",
                    help=f"one or a comma list of {', '.join(ORDERS)} (default: %(default)s)")
@@ -101,7 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
-    from gpuscope.allocator.predict import DEFAULT_MODEL_DIR
+    from gpuscope.allocator.names import DEFAULT_MODEL_DIR
 
     p.add_argument("--model-dir", default=str(DEFAULT_MODEL_DIR),
                    help="checkpoint folder: <device>.pt per GPU type (default: the bundled "
@@ -143,15 +147,16 @@ def _split(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
 
 def _allocate(args: argparse.Namespace) -> int:
     from gpuscope.allocator.efficiency import parse_resources
-    from gpuscope.allocator.ordering import ORDERS
+    from gpuscope.allocator.names import ORDERS
     from gpuscope.allocator.policies import POLICIES
     from gpuscope.allocator.trace import is_trace_file
+    from gpuscope.cluster.counts import ClusterSpec
     from gpuscope.core.data import external_file
 
     for name in ("jobs", "truth", "estimates"):  # Gavel's files by name, from any folder
         if getattr(args, name) is not None:
             setattr(args, name, str(external_file(getattr(args, name))))
-    cluster = _cluster(args.cluster)
+    cluster = ClusterSpec.from_arg(args.cluster)
     check_output(args.out, [args.jobs, args.cluster, args.truth, args.model_dir,
                             args.estimates], kind="dir", what="output folder")
     _check_truth(args.truth)
@@ -195,6 +200,7 @@ def _allocate(args: argparse.Namespace) -> int:
 
     from gpuscope.allocator.inputs import check_devices, load_jobs, prepare, prepare_trace
     from gpuscope.allocator.report import write_allocation
+    from gpuscope.jobs.queue import check_sources
 
     jobs = []
     if trace:
@@ -205,18 +211,23 @@ def _allocate(args: argparse.Namespace) -> int:
     else:
         check_devices(cluster)
         jobs = load_jobs(args.jobs, _steps(args, cluster))
+        check_sources(jobs, args.jobs)  # model files and factories, before torch loads
+        phase(f"predicting {len(jobs):,} jobs on {len(cluster.devices)} GPU types")
         inp = prepare(jobs, cluster, _models(args), args.truth, policies)
     _restart(args, inp)
+    phase(f"placing and simulating {inp.n_jobs:,} jobs: {len(policies)} policies x "
+          f"{len(orders)} orders")
     summary = write_allocation(inp, policies, orders, resources, Path(args.out), seed=args.seed,
                                weights={"jct": args.mix_weight}, preempt=args.preempt)
     print(summary)
     for note in inp.notes:
         sys.stderr.write(note + "\n")
     if args.submit == "slurm":
+        from gpuscope.cluster.counts import is_cluster_file
         from gpuscope.slurm.cli import submitted_line, time_scale
         from gpuscope.slurm.submit import submit
 
-        is_file = _is_cluster_file(args.cluster)
+        is_file = is_cluster_file(args.cluster)
         sub, meta = submit(Path(args.out) / f"plan_{policies[0]}_{orders[0]}.csv", args.out,
                            cluster=args.cluster if is_file else None,
                            state_dir=args.slurm_state_dir, dry_workload=args.dry_workload,
@@ -257,7 +268,8 @@ def _restart(args: argparse.Namespace, inp: AllocationInputs) -> None:
     formula (:mod:`gpuscope.allocator.restart`) with ``--restart-base-s``."""
     import numpy as np
 
-    from gpuscope.allocator.restart import RESTART_BASE_S, restart_seconds
+    from gpuscope.allocator.names import RESTART_BASE_S
+    from gpuscope.allocator.restart import restart_seconds
 
     shape = (inp.n_jobs, len(inp.cluster.devices))
     if args.restart_s is not None:
@@ -266,33 +278,6 @@ def _restart(args: argparse.Namespace, inp: AllocationInputs) -> None:
         inp.restart_s = restart_seconds(np.zeros(shape[0]), inp.cluster, args.restart_base_s)
     elif args.restart_base_s != RESTART_BASE_S:
         inp.restart_s = inp.restart_s + (args.restart_base_s - RESTART_BASE_S)
-
-
-def _is_cluster_file(text: str) -> bool:
-    """A cluster file (``TYPE:COUNT,...`` otherwise): a ``.toml`` path, an existing file, or
-    a bundled cluster's name (``2types``, ``gist-aix``)."""
-    if text.endswith(".toml") or Path(text).is_file():
-        return True
-    if ":" in text or "," in text:
-        return False
-    from gpuscope.core.data import bundled
-
-    name = text.removeprefix("cluster-")
-    return bundled(f"cluster-{name}.toml").is_file()
-
-
-def _cluster(text: str) -> ClusterSpec:
-    """``TYPE:COUNT,...``, or a cluster file: each GPU type with its GPUs over all servers."""
-    from gpuscope.cluster.counts import ClusterSpec
-
-    if not _is_cluster_file(text):
-        return ClusterSpec.parse(text)
-    from gpuscope.cluster.config import load_cluster
-
-    counts: dict[str, int] = {}
-    for s in load_cluster(text).servers:
-        counts[s.gpu_type] = counts.get(s.gpu_type, 0) + s.gpus
-    return ClusterSpec(tuple(counts), tuple(counts.values()))
 
 
 def _steps(args: argparse.Namespace, cluster: ClusterSpec) -> int | None:
@@ -319,8 +304,10 @@ def _tjng(args: argparse.Namespace) -> int:
     from gpuscope.allocator.predict import check_checkpoints, domain_warning, predict_queue
     from gpuscope.allocator.tjng_export import export_tjng, one_gpu_times
     from gpuscope.allocator.truth import labels_path, load_truth
+    from gpuscope.cluster.counts import ClusterSpec
+    from gpuscope.jobs.queue import check_sources
 
-    cluster = _cluster(args.cluster)
+    cluster = ClusterSpec.from_arg(args.cluster)
     if args.nodes is not None and args.nodes < 1:
         raise InputError(f"--nodes must be >= 1, got {args.nodes}")
     check_output(args.out, [args.jobs, args.cluster, args.truth, args.model_dir], kind="dir",
@@ -330,6 +317,7 @@ def _tjng(args: argparse.Namespace) -> int:
     models = _models(args)
     check_checkpoints(models, cluster.devices)
     jobs = load_jobs(args.jobs, _steps(args, cluster))
+    check_sources(jobs, args.jobs)  # model files and factories, before torch loads
     # the instance offers every g' <= g on a VM type of g GPUs (seed 002's t_jvg):
     # sum_G G (G + 1) / 2 rows per job, ~256 B each in memory; ~128 B per node in tNodes
     rows = len(jobs) * sum(g * (g + 1) // 2 for g in cluster.counts)
@@ -342,8 +330,10 @@ def _tjng(args: argparse.Namespace) -> int:
             raise InputError(f"--truth {args.truth} holds labels for none of "
                              f"{', '.join(cluster.devices)}")
         truth = load_truth(jobs, have, args.truth, strict=False)
+    phase(f"predicting {len(jobs):,} jobs on {len(cluster.devices)} GPU types")
     pred = predict_queue(jobs, cluster.devices, models, datasets=graph_source(args.truth))
     notes = [models.fallback_note(cluster.devices), domain_warning(pred)]
+    phase(f"exporting t_jng for g = 1..{max(cluster.counts)} GPUs per node type")
     one = one_gpu_times(jobs, cluster, pred, truth, pred_source=f"predicted:{args.model_dir}")
     tj, inst, dropped = export_tjng(jobs, cluster, one, args.out, n_nodes=args.nodes,
                                     seed=args.seed)

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.allocator.allocate import AllocationResult, allocate
+from gpuscope.allocator.names import NAMED_QUEUES
 from gpuscope.allocator.predict import (
     ModelSet,
     check_checkpoints,
@@ -40,11 +41,6 @@ from gpuscope.jobs.queue import read_queue
 from gpuscope.jobs.spec import JobSpec, table_jobs
 
 #: Queue names accepted instead of a file: seed 001's workloads.
-NAMED_QUEUES: dict[str, str] = {
-    "table4": "seed 001 Table 4 workload, 128 jobs (gan counted twice), all queued at t=0",
-    "table4-112": "seed 001 Table 4 workload as its matrix reads, 112 jobs, queued at t=0",
-    "table8": "seed 001 Table 8: six jobs one minute apart",
-}
 BUNDLED_DATASETS = bundled("emulated")
 
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuscope.allocator.names import ORDERS
 from gpuscope.core.errors import InputError
-
-ORDERS: tuple[str, ...] = ("fifo", "sjf", "sjf-eff", "plan")
 
 
 def order_keys(

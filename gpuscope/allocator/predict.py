@@ -18,11 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from gpuscope.core.data import bundled
+from gpuscope.allocator.names import DEFAULT_MODEL_DIR
 from gpuscope.core.errors import InputError
 from gpuscope.jobs.spec import JobSpec
-
-DEFAULT_MODEL_DIR = bundled("checkpoints")
 
 
 def checkpoint_path(model_dir: str | Path, device: str, driple: bool = False) -> Path:

@@ -55,10 +55,9 @@ def write_allocation(
     kinds = inp.job_kinds
     runs = [(p, o) for p in policies for o in orders
             if not POLICIES[p].online or o == orders[0]]
-    from tqdm.auto import tqdm
+    from gpuscope.core.progress import bar as progress_bar
 
-    # one bar (stderr, a terminal only) once the runs take over 2 s
-    bar = tqdm(total=len(runs), desc="allocate", unit="run", delay=2.0, disable=None)
+    bar = progress_bar(total=len(runs), desc="allocate", unit="run")
     for p, o in runs:
         bar.set_postfix_str(f"{p}/{o}", refresh=False)
         r = run(inp, p, o, resources, seed=seed, weights=weights,

@@ -18,10 +18,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from gpuscope.allocator.names import RESTART_BASE_S
 from gpuscope.cluster.counts import ClusterSpec
 
-#: Seconds a restart costs whatever the model (process start, CUDA context, data loader).
-RESTART_BASE_S: float = 30.0
 #: fp32 weights plus two optimizer moments (Adam; SGD with momentum keeps one).
 BYTES_PER_PARAM: float = 12.0
 #: Parameters of Gavel's job families, counted on gpuscope's faithful copies

@@ -69,10 +69,8 @@ class ClusterSpec:
     @classmethod
     def from_arg(cls, text: str) -> ClusterSpec:
         """A ``--cluster`` argument: ``TYPE:COUNT,...`` (:meth:`parse`), or a cluster file
-        (``.toml`` or an existing path) as its GPU counts (``ClusterConfig.gpu_counts``)."""
-        from pathlib import Path
-
-        if not (text.endswith(".toml") or Path(text).is_file()):
+        (:func:`is_cluster_file`) as its GPU counts (``ClusterConfig.gpu_counts``)."""
+        if not is_cluster_file(text):
             return cls.parse(text)
         from gpuscope.cluster.config import load_cluster
 
@@ -95,3 +93,17 @@ class ClusterSpec:
             return self.devices.index(device)
         except ValueError:
             raise InputError(f"device {device!r} is not in cluster {self}") from None
+
+
+def is_cluster_file(text: str) -> bool:
+    """Whether a ``--cluster`` argument names a cluster file rather than ``TYPE:COUNT,...``: a
+    ``.toml`` path, an existing file, or a bundled cluster's name (``2types``, ``gist-aix``)."""
+    from pathlib import Path
+
+    if text.endswith(".toml") or Path(text).is_file():
+        return True
+    if ":" in text or "," in text:
+        return False
+    from gpuscope.core.data import bundled
+
+    return bundled(f"cluster-{text.removeprefix('cluster-')}.toml").is_file()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuscope.allocator.names import DEFAULT_POLICY, POLICY_NAMES
 from gpuscope.allocator.policies.base import (
     Placement,
     Policy,
@@ -36,13 +37,12 @@ from gpuscope.allocator.table import JobDeviceTable
 from gpuscope.cluster.counts import ClusterSpec
 from gpuscope.core.errors import InputError
 
-#: The registry, in the order tables list them.
-POLICIES: dict[str, Policy] = {p.name: p for p in (
+_BY_NAME: dict[str, Policy] = {p.name: p for p in (
     ORACLE, EXEC_TIME, COMP_EFF, DRIPLE, RANDOM, ROUND_ROBIN, ECT, ORACLE_ECT, MAKESPAN, MIX,
     ECT_ONLINE,
 )}
-#: The policy of ``allocate``, the API and the demo: it uses every GPU of the cluster.
-DEFAULT_POLICY: str = "ect"
+#: The registry, under the names and in the order of :data:`~gpuscope.allocator.names.POLICY_NAMES`.
+POLICIES: dict[str, Policy] = {name: _BY_NAME[name] for name in POLICY_NAMES}
 #: What a policy needs, in words, for error messages.
 _NEEDS = {"pred": "predictions", "driple": "Driple-target predictions", "truth": "ground truth"}
 

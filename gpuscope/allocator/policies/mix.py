@@ -15,6 +15,7 @@ import heapq
 
 import numpy as np
 
+from gpuscope.allocator.names import DEFAULT_WEIGHT
 from gpuscope.allocator.policies.base import Placement, Policy, PolicyInputs, times
 from gpuscope.allocator.policies.ect import ect_plan
 from gpuscope.allocator.policies.makespan import makespan_plan
@@ -22,7 +23,6 @@ from gpuscope.allocator.table import JobDeviceTable
 from gpuscope.cluster.counts import ClusterSpec
 
 ALPHAS: tuple[float, ...] = (0.25, 1.0, 4.0, 16.0)
-DEFAULT_WEIGHT: float = 0.5
 
 
 def _objective(dev: np.ndarray, start: np.ndarray, t: np.ndarray,
