@@ -3,8 +3,8 @@
 * :func:`phase`: one line naming the step a command enters (``loading 2 datasets ...``), for
   steps that take seconds and have no natural count;
 * :func:`bar`: a tqdm bar over items. On a terminal it appears after 2 s and redraws in place;
-  written to a file or a pipe (a log, a CI job) it prints its state every 30 s and at the end
-  instead of redrawing ten times a second.
+  written to a file or a pipe (a log, a CI job) it prints its state (in ASCII) every 30 s and
+  at the end instead of redrawing ten times a second.
 
 ``--quiet`` of a command, or ``GPUSCOPE_QUIET=1`` for every command, silences both (a script
 that wants a failing command's stderr to be its one error line sets it).
@@ -39,6 +39,7 @@ def bar(iterable: Iterable[Any] | None = None, *, desc: str, unit: str = "it",
     from tqdm import tqdm
 
     tty = sys.stderr.isatty()
-    opts: dict[str, Any] = {"delay": 2.0, "mininterval": 0.1} if tty else {"mininterval": 30.0}
+    opts: dict[str, Any] = ({"delay": 2.0, "mininterval": 0.1} if tty
+                            else {"mininterval": 30.0, "ascii": True})
     return tqdm(iterable, desc=desc, unit=unit, total=total, file=sys.stderr,
                 disable=silenced(quiet), **{**opts, **kw})
