@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from gpuscope.cli import main
 from gpuscope.core.errors import InputError
+from gpuscope.jobs.catalog import OPTIMIZERS, PRECISIONS
 from gpuscope.jobs.queue import read_queue
 from gpuscope.jobs.schema import JobRow, queue_json_schema, template_jobs
 from gpuscope.jobs.spec import JobSpec
@@ -22,6 +23,12 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "queue.md"
 
 def test_schema_model_has_exactly_the_jobspec_fields() -> None:
     assert list(JobRow.model_fields) == [f.name for f in dataclasses.fields(JobSpec)]
+    props = queue_json_schema()["$defs"]["JobRow"]["properties"]
+    assert props["optimizer"]["enum"] == list(OPTIMIZERS)  # the catalog's, not a copy
+    assert props["precision"]["enum"] == list(PRECISIONS)
+    assert props["batch_size"]["exclusiveMinimum"] == 0 and props["weight"]["default"] == 1.0
+    assert queue_json_schema()["$defs"]["JobRow"]["required"] == [
+        "dataset", "optimizer", "batch_size", "epochs"]
 
 
 def test_docs_hold_the_current_schema() -> None:

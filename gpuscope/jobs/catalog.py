@@ -15,6 +15,8 @@ OPTIMIZERS: tuple[str, ...] = ("sgd", "momentum", "adam", "adamw", "rmsprop", "a
 #: Numeric precision of the training step: ``tf32`` is fp32 tensors with TF32 matmuls;
 #: ``amp-*`` is automatic mixed precision (autocast) in fp16 (with loss scaling) or bf16.
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+#: Frameworks a job may be written in.
+FRAMEWORKS: tuple[str, ...] = ("pytorch", "tensorflow")
 
 #: Seed 001 Table 3: the predictor's training workloads.
 TABLE3_CNNS: tuple[str, ...] = (

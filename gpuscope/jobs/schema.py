@@ -1,60 +1,81 @@
-"""The job-queue format as one pydantic model (``JobRow``) and its JSON Schema (issue 12).
+"""The job-queue format as one pydantic model (``JobRow``) and its JSON Schema.
 
 A queue is a ``.csv`` file (header = field names, one job a row, empty cell = default) or a
-``.json`` file (a list of job objects, or ``{"jobs": [...]}``). ``JobRow`` documents every
-field; ``gpuscope.jobs.queue.read_queue`` parses rows into ``JobSpec`` (tests keep the two field lists
-equal) and names the row and the field of any error. ``gpuscope jobs schema`` prints
+``.json`` file (a list of job objects, or ``{"jobs": [...]}``). ``JobRow`` is derived from
+``JobSpec``: its fields, their types and defaults, and the choices of ``optimizer``,
+``precision`` and ``framework`` (the catalog's tuples) exist once, there; this module adds only
+what a schema says beyond them (a description and the bounds of each field).
+``gpuscope.jobs.queue.read_queue`` parses rows into ``JobSpec`` without pydantic (a queue of
+10**6 rows) and names the row and the field of any error. ``gpuscope jobs schema`` prints
 ``queue_json_schema()``; ``gpuscope jobs template`` writes ``template_jobs()``.
 """
 
 from __future__ import annotations
 
+from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from gpuscope.jobs.spec import OPTIMIZERS, PRECISIONS, JobSpec
+from gpuscope.jobs.catalog import FRAMEWORKS, OPTIMIZERS, PRECISIONS
+from gpuscope.jobs.spec import JobSpec
 
-Optimizer = Literal["sgd", "momentum", "adam", "adamw", "rmsprop", "adagrad", "none"]
-Precision = Literal["fp32", "tf32", "amp-fp16", "amp-bf16"]
-assert set(Optimizer.__args__) == set(OPTIMIZERS)  # type: ignore[attr-defined]
-assert set(Precision.__args__) == set(PRECISIONS)  # type: ignore[attr-defined]
+#: Per JobSpec field: its description in the schema and its bounds (pydantic ``Field`` keywords).
+FIELD_DOCS: dict[str, tuple[str, dict[str, float]]] = {
+    "model": ("Catalog model (`gpuscope workloads list`, e.g. resnet50, gpt2, "
+              "llama:dim=4096,layers=32), or a free name when graph/module/hf gives the model "
+              "(default: derived from the module or hf source). Required for catalog jobs.", {}),
+    "dataset": ("Dataset name (imagenet, cifar10, mnist, wikitext2, wikitext103, multi30k, "
+                "wmt16_en_de, ml20m, monet2photo, pong, mnist_seq) or KIND:key=value,... "
+                "(tokens:seq=512,vocab=30522; sequence:steps=28,features=28; tabular:features=100; "
+                "image:c=3,h=224,w=224,classes=1000; optional samples=N).", {}),
+    "optimizer": ("sgd = SGD momentum 0.9; momentum = Nesterov; none = forward + backward only",
+                  {}),
+    "batch_size": ("samples per forward/backward pass (micro-batch)", {"gt": 0}),
+    "epochs": ("passes over the dataset", {"gt": 0}),
+    "steps_per_epoch": ("override of ceil(dataset size / (batch_size x grad_accum)) optimizer "
+                        "steps", {"gt": 0}),
+    "framework": ("framework the job is written in", {}),
+    "graph": ("user graph file (.json, .json.gz, .pb, .pbtxt)", {}),
+    "arrival_s": ("submission time, s from the queue's start", {"ge": 0}),
+    "due_s": ("due date, s (cost-aware schedulers)", {}),
+    "weight": ("tardiness weight", {"ge": 0}),
+    "job_id": ("unique id; j000, j001, ... when absent", {}),
+    "precision": ("amp-* traced under autocast", {}),
+    "grad_accum": ("micro-batches per optimizer step", {"gt": 0}),
+    "module": ("path/to/file.py:factory or package.module:factory returning an nn.Module", {}),
+    "hf": ("Hugging Face ARCH[:key=value,...] (e.g. gpt2:n_layer=36,n_embd=1280,n_head=20) or "
+           "a config.json path; random weights, no network", {}),
+}
+#: Fields whose value is one of a catalog tuple.
+_CHOICES: dict[str, tuple[str, ...]] = {"optimizer": OPTIMIZERS, "precision": PRECISIONS,
+                                        "framework": FRAMEWORKS}
 
 
-class JobRow(BaseModel):
-    """One job of a queue (a CSV row or a JSON object)."""
+def _row_fields() -> dict[str, Any]:
+    """``create_model`` arguments: one ``(type, Field)`` per JobSpec field, in its order."""
+    hints = get_type_hints(JobSpec)
+    out: dict[str, Any] = {}
+    for f in fields(JobSpec):
+        doc, bounds = FIELD_DOCS[f.name]
+        kind: Any = Literal.__getitem__(_CHOICES[f.name]) if f.name in _CHOICES \
+            else hints[f.name]
+        default: Any = ... if f.default is MISSING else f.default
+        if f.name == "model":  # a row may leave it to its module or hf source
+            kind, default = str | None, None
+        out[f.name] = (kind, Field(default, description=doc, **bounds))  # type: ignore[call-overload]
+    return out
 
+
+class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid", title="gpuscope job")
 
-    model: str | None = Field(None, description=(
-        "Catalog model (`gpuscope workloads list`, e.g. resnet50, gpt2, "
-        "llama:dim=4096,layers=32), or a free name when graph/module/hf gives the model "
-        "(default: derived from the module or hf source). Required for catalog jobs."))
-    dataset: str = Field(description=(
-        "Dataset name (imagenet, cifar10, mnist, wikitext2, wikitext103, multi30k, "
-        "wmt16_en_de, ml20m, monet2photo, pong, mnist_seq) or KIND:key=value,... "
-        "(tokens:seq=512,vocab=30522; sequence:steps=28,features=28; tabular:features=100; "
-        "image:c=3,h=224,w=224,classes=1000; optional samples=N)."))
-    optimizer: Optimizer = Field(description="sgd = SGD momentum 0.9; momentum = Nesterov; "
-                                             "none = forward + backward only")
-    batch_size: int = Field(gt=0, description="samples per forward/backward pass (micro-batch)")
-    epochs: int = Field(gt=0, description="passes over the dataset")
-    steps_per_epoch: int | None = Field(None, gt=0, description=(
-        "override of ceil(dataset size / (batch_size x grad_accum)) optimizer steps"))
-    framework: Literal["pytorch", "tensorflow"] = "pytorch"
-    graph: str | None = Field(None, description="user graph file (.json, .json.gz, .pb, .pbtxt)")
-    arrival_s: float = Field(0.0, ge=0, description="submission time, s from the queue's start")
-    due_s: float | None = Field(None, description="due date, s (cost-aware schedulers)")
-    weight: float = Field(1.0, ge=0, description="tardiness weight")
-    job_id: str | None = Field(None, description="unique id; j000, j001, ... when absent")
-    precision: Precision = Field("fp32", description="amp-* traced under autocast")
-    grad_accum: int = Field(1, gt=0, description="micro-batches per optimizer step")
-    module: str | None = Field(None, description="path/to/file.py:factory or "
-                                                 "package.module:factory returning an nn.Module")
-    hf: str | None = Field(None, description="Hugging Face ARCH[:key=value,...] (e.g. "
-                                             "gpt2:n_layer=36,n_embd=1280,n_head=20) or a "
-                                             "config.json path; random weights, no network")
+
+#: One job of a queue (a CSV row or a JSON object).
+JobRow: type[BaseModel] = create_model("JobRow", __base__=_Row,
+                                       __doc__="One job of a queue (a CSV row or a JSON object).",
+                                       **_row_fields())
 
 
 def queue_json_schema() -> dict[str, Any]:
