@@ -1,7 +1,7 @@
 # Two commands: `make demo` and `make test`. Both create .venv on first use and are fast on a
 # second run: each install step re-runs only when pyproject.toml or constraints.txt change.
 # `make demo` installs the core package only (no TensorFlow, Ray, Hugging Face or RL extras);
-# `make test` adds the dev tools and every extra (issue 18, item 7).
+# `make test` adds the dev tools and every extra.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python

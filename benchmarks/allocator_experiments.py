@@ -12,7 +12,7 @@ Writes docs/tables/allocator_*.md and docs/figures/allocator_*.png:
 * allocator_gavel.md — execution-time policies on Gavel's measured throughputs (measured).
 
 It prints the headline figures: each predicted policy's average JCT against the oracle's, and
-gpuscope's ``ect`` against comp-eff (issue 6 goals).
+gpuscope's ``ect`` against comp-eff (the allocator's goals).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Allocator speed (issue 6 goals), printed as measured time / target.
+"""Allocator speed, printed as measured time / target.
 
 1. Allocate 10,000 jobs over 16 device types, prediction included: <= 2 s.
    With bundled checkpoints (datasets/checkpoints/*.pt) the prediction is real: one checkpoint
@@ -95,7 +95,7 @@ def bench_simulate(n_jobs: int = 100_000, n_types: int = 16, gpus: int = 4) -> N
 if __name__ == "__main__":
     import argparse
 
-    ap = argparse.ArgumentParser(description="allocator speed vs the issue 6 targets")
+    ap = argparse.ArgumentParser(description="allocator speed vs its targets")
     ap.add_argument("--model-dir", type=Path, default=CKPT)
     a = ap.parse_args()
     bench_simulate()

@@ -1,4 +1,4 @@
-"""Analytic labels against the labels of the emulated traces (issue 13, noise-floor targets).
+"""Analytic labels against the labels of the emulated traces (noise-floor targets).
 
 For each run of the bundled campaigns (seed 001 Tables 3 and 4) on each device: the labels
 the profiling stage's labeler computes from the synthesised trace (noise seeds 0 and 1) and

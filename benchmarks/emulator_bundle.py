@@ -1,4 +1,4 @@
-"""Build the bundled emulated datasets (issue 4, item 5): seed 001 Table 3 (split train) and
+"""Build the bundled emulated datasets: seed 001 Table 3 (split train) and
 Table 4 (split unseen) on each device, into ``datasets/emulated/<device>/``.
 
 Per device: ``gpuscope emulate`` (campaigns/emulated-table3.toml + emulated-table4.toml, 100

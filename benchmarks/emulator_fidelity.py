@@ -1,6 +1,6 @@
-"""Emulator fidelity against real measurements published by others (issues 4 and 11).
+"""Emulator fidelity against real measurements published by others.
 
-Issue 11: every Gavel job type (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN,
+Every Gavel job type (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN,
 A3C; gpuscope.workloads.models.gavel) at every batch size on K80/P100/V100 -- absolute steps/s,
 V100/K80 and P100/K80 ratios, 2/4/8-GPU scaling --, the AlexNet tables, ANDREAS's
 data_server.csv (device order) and the measured CPU dataset; a per-family table (fit or held
@@ -195,7 +195,7 @@ def family_points(gavel: pd.DataFrame, cache: GraphCache) -> tuple[list[Point], 
 
 def families(points: tuple[list[Point], list[Point]], cache: GraphCache, alex: pd.DataFrame,
              params: EmulatorParams, data: Path) -> None:
-    """Issue 11's per-family table and the final line (see the module docstring)."""
+    """The per-family table and the final line (see the module docstring)."""
     from gpuscope.emulator.calibration.fidelity import comparisons, family_table, order_agreement
 
     single, multi = points
@@ -249,7 +249,7 @@ def main() -> None:
     m18 = [p for p in multi if family(p.label) == "ResNet-18"]
     # the defaults, plus the host eras other than legacy (fitted by emulator_vs_gpu.py --fit on
     # the measured H100; no Gavel or seed 001 device is in them)
-    # and the cited per-(architecture, op class) efficiencies (issue 11: cuBLAS SGEMM on Kepler)
+    # and the cited per-(architecture, op class) efficiencies (cuBLAS SGEMM on Kepler)
     # and per-architecture 3x3 speed-ups (Kepler: benchmarks/emulator_kepler_convs.py)
     eras = default_params().host_eras
     # and the kernel model's DRAM latency (0: the fill model; perf.py "Memory latency")
@@ -266,7 +266,7 @@ def main() -> None:
     fitted = fit_step_sync(r18_fit, fitted, "loader_handoff_ms")
     fitted = fit_multi_gpu(m50, fitted)
     r50_64 = next(p.cost for p in r50 if p.label == "ResNet-50-b64")
-    fitted = fit_published(r50_64, fitted)  # issue 11: tensor cores, Turing/Ampere/Hopper
+    fitted = fit_published(r50_64, fitted)  # tensor cores, Turing/Ampere/Hopper
     # time-sliced contexts: on the fit families' identical-pair colocations (fidelity.py)
     raw = json.loads((data / "gavel" / "simulation_throughputs.json").read_text())
     pairs = colocation_points(raw, fam_points[0])

@@ -1,15 +1,15 @@
-"""Label noise floor of the emulator (issue 11, item 6): the same campaign emulated with two
+"""Label noise floor of the emulator: the same campaign emulated with two
 noise seeds, labelled with the profiling stage's labeler, and the nMSE between the two label
 sets per target (MSE of min-max normalised labels, the predictor's metric, seed 001 §3.1; the
 min and max of the first seed's labels). A predictor cannot beat this floor on emulated data.
 Target: <= 0.003 per target.
 
 One pair of seeds is one sample of the floor, and a noisy one: the idle/burst durations move
-with where the random stalls land, a few runs carry most of the error, and on emulator 2.5.1
-five independent pairs put the worst target anywhere from 0.0020 to 0.0032. So the floor is
+with where the random stalls land, a few runs carry most of the error, and independent pairs disagree by tens of percent on
+the worst target (CHANGELOG.md). So the floor is
 measured on ``--pairs`` disjoint seed pairs (0 vs 1, 2 vs 3, ...): per target the mean over
-the pairs with a 95 % t-interval, and the first pair alone (the seed 0 vs 1 figure this
-benchmark printed before 2.5.1; ``--pairs 1`` prints only that). Usage:
+the pairs with a 95 % t-interval, and the first pair alone (``--pairs 1`` prints only
+that). Usage:
 
     python benchmarks/emulator_noise_floor.py [DEVICE] [--campaign campaigns/emulated-table3.toml]
         [--pairs 5]

@@ -1,8 +1,8 @@
-"""How much of an emulated step goes to kernels with a scalar output (issue 11 target).
+"""How much of an emulated step goes to kernels with a scalar output (target: 2 %).
 
     .venv/bin/python benchmarks/emulator_scalar_ops.py [--devices all] [--top 10] [--csv F]
 
-Issue 11's target: *no catalog or Gavel job spends more than 2 % of its emulated step on ops with
+The target: *no catalog or Gavel job spends more than 2 % of its emulated step on ops with
 a scalar output* (emulator 1 modelled a loss or a reduction to a scalar as running on ~0.001 % of
 the GPU, so a BERT step came out ~88x slow). For every seed 001 Table 3/4 job
 (``campaigns/emulated-table3/4.toml``) and every Gavel job type at each measured batch size, on

@@ -13,7 +13,7 @@ Two measured sources, both committed (``benchmarks/gpu_session.sh`` made them):
 The ``h100`` is a ``modern`` host-era device; that era's host costs are FITTED here, on a
 declared subset only (``FIT_FAMILIES``: the CNN families of seed 001's Tables 3/4): per-step
 sync, per-kernel and per-cuDNN-kernel dispatch on the step times, start-up and cuDNN
-autotuning on the runs; every other family is held out and reported apart (issue 11).
+autotuning on the runs; every other family is held out and reported apart.
 Memory is compared without the CUDA context (the allocator's reserve does not count it).
 The runs are emulated on the measured host (16-core VM, 4 DataLoader workers: the runner's
 ``min(4, cores)``), not the catalog's AWS p5 share.

@@ -1,4 +1,4 @@
-"""Graph export and encoding speed per catalog model (issue 2, item 8).
+"""Graph export and encoding speed per catalog model.
 
     .venv/bin/python benchmarks/graph_export.py [--models resnet50,vgg16] [--batch-size 32]
         [--optimizer adam] [--table 3] [--grouping fluid|coarsen] [--framework pytorch|tensorflow]

@@ -1,4 +1,4 @@
-"""Big models export fast on CPU (issue 12, item 5): the training-step graph of GPT-2 large
+"""Big models export fast on CPU: the training-step graph of GPT-2 large
 (774 M parameters, batch 4 x 1024 tokens, AdamW) in <= 10 s and <= 2 GB peak memory, 2 cores.
 
     .venv/bin/python benchmarks/graph_export_big.py [--repeat 3]

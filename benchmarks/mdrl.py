@@ -1,4 +1,4 @@
-"""Seed 003 (mDRL) targets: DQN vs the Naïve readings vs a clairvoyant oracle (spec A5.5-A5.9).
+"""Seed 003 (mDRL) targets: DQN vs the Naïve readings vs a clairvoyant oracle.
 
     .venv/bin/python benchmarks/mdrl.py [--quick] [--episodes 1000] [--test-episodes 100]
         [--seeds 5] [--iats 0,6,24] [--no-extensions] [--figure docs/figures/mdrl_learning_curve.png]
@@ -105,7 +105,7 @@ def paper_comparison(s: pd.DataFrame, cl) -> None:
     print("\n== paper (seed 003) vs ours, iat 6 h ==")
     print(f"U proposed: paper > 0.75 (Fig. 6), ours DQN {u['dqn']:.3f} -> "
           f"{_verdict(u['dqn'] > 0.75)}; oracle {u['oracle']:.3f} (an upper bound for pinned "
-          f"placement: > 0.75 is reachable only with near-burst arrivals, spec A3)")
+          f"placement: > 0.75 is reachable only with near-burst arrivals)")
     print(f"U Naive: paper ~0.62, ours first-fit {u['first-fit']:.3f}, random-fit "
           f"{u['random-fit']:.3f}, random-pinned {u['random-pinned']:.3f}")
     for name in NAIVE:

@@ -1,5 +1,5 @@
 """Time the first ``predict`` of 10,000 jobs on 16 GPU types, and the analytic labels in it
-(issue 13 speed goal; the cold part of ``predictor_goals.py``'s speed line).
+(the predictor's speed goal; the cold part of ``predictor_goals.py``'s speed line).
 
 The queue and devices are ``speed_queue()`` (seed 001 Tables 3 and 4 at 100 steps per epoch,
 the first 16 catalog devices; ``predictor_goals.speed_section`` uses the same), predicted

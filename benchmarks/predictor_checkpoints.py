@@ -11,7 +11,7 @@
 * ``<device>-driple.pt``: seed 001's Driple GNN on the Driple targets (paper-literal switch,
   read by the allocator's ``driple`` policy), weights float16;
 * ``<measured>.pt``: the GNN on a measured dataset (no catalog device for the emulator), with
-  steps kept out of u and execution time learnt per step (issue 13's leakage fix).
+  steps kept out of u and execution time learnt per step (a leakage fix).
 
 Prints one line per checkpoint (rows, seconds, chosen model per target or validation MSE) and
 writes ``scores.json``.

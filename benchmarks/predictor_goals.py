@@ -1,4 +1,4 @@
-"""The predictor's goals (issue 13), each printed against its target.
+"""The predictor's goals, each printed against its target.
 
     .venv/bin/python benchmarks/predictor_goals.py [--devices titanx,gtx1080,h100]
         [--gnn-device titanx | --gnn-device ""] [--seeds 0,1,2] [--corpus datasets/corpus]

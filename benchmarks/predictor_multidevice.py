@@ -8,7 +8,7 @@ For each held-out device D: a model is trained on the other devices' datasets (t
 60/20/20 train splits; the spec vector of ``gpuscope.predictor.gnn.multidevice`` as input) and
 predicts D's test rows and D's unseen (Table 4) rows; the per-device reference is a GNN
 trained here on D's own training split with the same recipe (the bundled D.pt are physics
-checkpoints since issue 13). Both are scored in D's own min-max label space. The per-device
+checkpoints). Both are scored in D's own min-max label space. The per-device
 model *has* seen D's training rows; the multi-device model has never seen D.
 Writes docs/figures/predictor_multidevice.csv.
 """
@@ -28,7 +28,7 @@ ALL = "gtx1080,rtx2070,titanx,v100,t4,a100,h100"
 def fold(job: dict) -> list[dict]:
     """The multi-device GNN without the held-out device, and the per-device GNN trained on
     the held-out device's own training split with the same recipe (the bundled
-    ``<device>.pt`` are physics (format 2) checkpoints since issue 13, not GNNs)."""
+    ``<device>.pt`` are physics (format 2) checkpoints, not GNNs)."""
     from gpuscope.predictor import evaluate, fit_predictor, leave_one_device_out, load_dataset
     from gpuscope.predictor.gnn.train import TrainConfig
 

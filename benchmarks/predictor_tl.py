@@ -70,7 +70,7 @@ def main() -> int:
     if a.reuse_bundled and bundled.is_file():  # a bundled GNN, same recipe (fp16 weights)
         try:
             src_bundle = load_checkpoint(bundled)
-        except CheckpointError as e:  # since issue 13 the bundled <device>.pt are physics
+        except CheckpointError as e:  # the bundled <device>.pt are physics
             print(f"not reusing {bundled.name}: {e}; training the source GNN")
     if src_bundle is not None:
         src_val, src_epochs = float(src_bundle.train["best_val_mse"]), \

@@ -1,6 +1,6 @@
 """Labeling speed: one 10,000-sample trace (four resources + exec time), k-means and median.
 
-Target (issue 3): <= 50 ms per trace. Also prints scikit-learn's KMeans on the same data
+Target: <= 50 ms per trace. Also prints scikit-learn's KMeans on the same data
 for comparison (the labeler's 1-D Lloyd iteration gives the same split, checked in tests).
 
     .venv/bin/python benchmarks/profiling_labeling.py [--samples 10000] [--repeat 20]

@@ -1,6 +1,6 @@
 """Sampler overhead: CPU seconds used by the sampling thread / wall seconds, at 6 Hz.
 
-Target (issue 3): <= 1 % of one core over 60 s. The sampler runs in this process while the
+Target: <= 1 % of one core over 60 s. The sampler runs in this process while the
 main thread sleeps, so the process's CPU time is the sampler's (plus a constant start-up
 cost, measured separately and subtracted). Usage:
 

@@ -3,7 +3,7 @@ and PS, on generated AlexNet instances (seed 002 §4.1), against the seeds' figu
 PR vs EDF 23–97 % on average (seed 002 §4.3), RG vs first-principle methods 30–62 %
 (seed 000 §V-B).
 
-Full grid of issue 7 (N = 10, 20, 50, 100; three instance seeds; exponential, high, low):
+Full grid (N = 10, 20, 50, 100; three instance seeds; exponential, high, low):
 
     .venv/bin/python benchmarks/schedulers_costs.py --nodes 10 20 50 100 --seeds 0 1 2 \\
         --arrivals exponential high low --out docs/schedulers_costs_full.csv

@@ -1,4 +1,4 @@
-"""Scheduler speed against the goals of issue 7 (seed 002 §4.4, seed 000 §V-B).
+"""Scheduler speed against its goals (seed 002 §4.4, seed 000 §V-B).
 
 Goals: one rescheduling step with N = 100 nodes and 450 concurrent jobs (seed 002's peak
 for the *high* rate) — Path Relinking <= 1 s median, Randomized Greedy <= 0.1 s, on 2 cores;

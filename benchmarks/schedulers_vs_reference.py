@@ -1,5 +1,5 @@
 """gpuscope's schedulers side by side with the Path Relinking / ANDREAS authors' C++ scheduler
-(ai-sprint-eu-project/GPUScheduler) on identical instances (issue 14).
+(ai-sprint-eu-project/GPUScheduler) on identical instances.
 
 Builds the C++ from a source folder (a clone; never vendored into gpuscope) in a temporary
 directory, generates the instances with the reference instance generator (AlexNet K80/M60

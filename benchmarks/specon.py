@@ -5,7 +5,7 @@ gpuscope's ``specon-srpt`` variant. Everything here is emulated (simulated co-lo
 
 Per sharing model (``ps``, ``power`` β = 1.3, ``measured-pairs`` on Gavel's V100 pairs), over
 ``--seeds`` seeds (mean ± 95 % t-interval), α = 0.01 and 30 s, growth relative to the initial
-interval-mean loss (spec B3.3):
+interval-mean loss:
 
 1. DS calibration (fixed 20-VAE schedule, ps): avg JCT 275 ± 3 s, makespan 1,225–1,260 s;
 2. the reproduction table beside the paper's rows 3–8 (share of jobs improved, avg JCT change,
@@ -14,7 +14,7 @@ interval-mean loss (spec B3.3):
    the moves (M), stays and rebalances (R) per run;
 4. ``specon-srpt`` (ours) against DS and SpeCon.
 
-Target (spec B5.6): under at least one sharing model, SpeCon's makespan ≤ DS on the multi-model
+Target: under at least one sharing model, SpeCon's makespan ≤ DS on the multi-model
 workloads (random20/30/50) and ≥ 50 % of jobs improved. The last line is
 ``specon: makespan change X %, jobs improved Y % (random30, sharing=...)``.
 """

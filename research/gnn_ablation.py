@@ -1,4 +1,4 @@
-"""The GNN rows of the ablation (issue 13): the Driple network trained on a leave-family-out
+"""The GNN rows of the ablation: the Driple network trained on a leave-family-out
 split with its op vocabulary fitted on the *training* graphs only.
 
 The bundled datasets' ``graphs.parquet`` were encoded with a vocabulary fitted over every

@@ -1,4 +1,4 @@
-"""The label noise floor of an emulated dataset (issue 13's nMSE goal is relative to it).
+"""The label noise floor of an emulated dataset (the predictor's nMSE goal is relative to it).
 
 The same jobs on the same device, emulated twice with different trace seeds and labelled the
 same way (``gpuscope.emulator.synth_trace`` → ``gpuscope.profiling.labeling.label_trace``),

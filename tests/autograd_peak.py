@@ -1,4 +1,4 @@
-"""Reference for the liveness tests (issue 11 item 2): the peak of the bytes held by tensor
+"""Reference for the liveness tests: the peak of the bytes held by tensor
 storages created while the mode is active, measured on CPU. Each new output storage (not
 one of the op's inputs' storages: views and in-place ops allocate nothing) is
 counted from the op that creates it until its last reference dies (a ``weakref.finalize`` on

@@ -1,4 +1,4 @@
-"""Cases of the bad-input sweep (issue 18), kept apart from the test so the table stays readable.
+"""Cases of the bad-input sweep, kept apart from the test so the table stays readable.
 
 Each case is ``(family, id, argv)``; ``{d}`` in an argument is the sweep's input folder, where
 the fixture writes valid inputs (a queue, a graph, a campaign, a runs folder, labels, a

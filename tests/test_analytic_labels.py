@@ -1,4 +1,4 @@
-"""Analytic labels (issue 13): the closed form of every target from the emulator's estimate
+"""Analytic labels: the closed form of every target from the emulator's estimate
 equals the label of the synthesised trace.
 
 Reference: a *noise-free* emulated run (``synth_trace(sensor_noise=False)``, ``iter_jitter``

@@ -1,4 +1,4 @@
-"""The analytic labels' run counter walks every cut at once (issue 13 speed goal) and gives
+"""The analytic labels' run counter walks every cut at once and gives
 what the per-cut loop it replaced gave; its P(some run) factor and the noisy 2-means gap
 match the labeler on sampled series."""
 

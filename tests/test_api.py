@@ -1,4 +1,4 @@
-"""The Python API (issue 12, docs/api.md): lazy imports, the docs example runs, trace() of an
+"""The Python API (docs/api.md): lazy imports, the docs example runs, trace() of an
 in-memory model equals the module-file export of the same model."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Fused scaled dot-product attention in the traced graph (issue 11, items 2 Memory and 3
-Precision; ``gpuscope.graphs.ops.attention``): outputs and gradients equal PyTorch's, FLOPs equal
+"""Fused scaled dot-product attention in the traced graph (its memory and precision;
+``gpuscope.graphs.ops.attention``): outputs and gradients equal PyTorch's, FLOPs equal
 ``torch.utils.flop_counter``'s, the saved set is the fused kernels' (no S x S tensors), code
 that computes attention explicitly keeps its ops, and a causal kernel costs less."""
 

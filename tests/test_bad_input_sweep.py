@@ -1,4 +1,4 @@
-"""Bad-input sweep over every subcommand (issue 18, item 5).
+"""Bad-input sweep over every subcommand.
 
 Each case runs ``gpuscope.cli.main(argv)`` in-process and asserts exit code 2, exactly one
 line on stderr, no traceback, and that no file under the sweep's folder (inputs, the working
@@ -54,7 +54,7 @@ def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_queue_duplicate_check_is_linear() -> None:
-    """Issue 18: a 100k-job queue spent 95 s in a quadratic duplicate-id check."""
+    """A 100k-job queue once spent 95 s in a quadratic duplicate-id check."""
     import time
 
     from gpuscope.core.errors import InputError

@@ -1,4 +1,4 @@
-"""The corpus build key covers everything a row depends on (issue 13 item 3: export cached by
+"""The corpus build key covers everything a row depends on (export cached by
 content, resumable build): a changed calibration, device catalog or feature code must not let
 a build resume from stale parts."""
 

@@ -1,4 +1,4 @@
-"""Device catalog: every device, every field, every source (issue 4, item 1)."""
+"""Device catalog: every device, every field, every source."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Dropout traced as CUDA runs it (issue 11 item 2, memory): ``native_dropout`` with a bool
+"""Dropout traced as CUDA runs it (for the memory model): ``native_dropout`` with a bool
 mask (gpuscope.graphs.ops.dropout), the mask counted by the memory model
 (gpuscope.emulator.memory.UNSIZED_OUTPUTS). Expected byte counts are computed by hand from the
 shapes and checked against autograd on CPU."""

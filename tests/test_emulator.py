@@ -1,4 +1,4 @@
-"""Emulator properties (issue 4, Tests), on hand-built OpGraphs with known sizes."""
+"""Emulator properties, on hand-built OpGraphs with known sizes."""
 
 from __future__ import annotations
 
@@ -107,8 +107,8 @@ def test_oom_exactly_when_footprint_exceeds_memory() -> None:
 def test_cpu_bottleneck_on_slow_host() -> None:
     # seed 001 Table 1: on the RTX 2070 machine (simulated slow host) a VGG on ImageNet keeps
     # the GPU far less busy than on the GTX 1080 / Titan X, at similar memory.
-    # Issue 11: the catalog's RTX 2070 host now has a 2-core quota (seed 001 Fig. 7's order);
-    # the property is tested on the same machine with the 0.1-core quota of issue 4.
+    # The catalog's RTX 2070 host now has a 2-core quota (seed 001 Fig. 7's order);
+    # the property is tested on the same machine with a 0.1-core quota.
     g, j = conv_net(32, gflop_per_sample=23.0), job()
     slow = dataclasses.replace(get_device("rtx2070"), host_cpu_quota=0.1)
     e = {d: estimate(j, g, get_device(d), P) for d in ("gtx1080", "titanx")}

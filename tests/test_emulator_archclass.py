@@ -1,4 +1,4 @@
-"""Per-(architecture, op class) efficiencies (issue 11: cuBLAS SGEMM on Kepler, kepmm).
+"""Per-(architecture, op class) efficiencies (cuBLAS SGEMM on Kepler, kepmm).
 
 ``arch_class_eff["kepler:matmul"]`` replaces ``class_eff * arch_eff`` for the compute side of
 Kepler matmuls only; convolutions (fitted on ResNet-50) and every other architecture are

@@ -1,4 +1,4 @@
-"""The bundled emulated datasets match the code (issue 11, item 8): emulator version, graph
+"""The bundled emulated datasets match the code: emulator version, graph
 fingerprints of a few re-exported graphs, and one run re-emulated per device."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Sustained rather than boost clocks (issue 11 item 4) and seed 001's §4.2 / Fig. 7 device
-order (issue 11 item 5): a device's compute peaks are scaled by its sustained over boost SM
+"""Sustained rather than boost clocks and seed 001's §4.2 / Fig. 7 device
+order: a device's compute peaks are scaled by its sustained over boost SM
 clock, its memory bandwidth is not; the 70 W T4 sustains ~900 MHz of its 1,590 MHz boost
 (datasets/devices.toml ``mlperf_t4_clock``)."""
 

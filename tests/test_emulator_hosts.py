@@ -1,4 +1,4 @@
-"""Host eras (issue 11, host model): per host/software generation host costs, the legacy era
+"""Host eras (host model): per host/software generation host costs, the legacy era
 unchanged, cuDNN kernels and views dispatched at their own cost, autotuning per distinct
 convolution configuration."""
 

@@ -1,4 +1,4 @@
-"""Host work the device waits for (issue 11, A3C and Recommendation;
+"""Host work the device waits for (A3C and Recommendation;
 ``gpuscope/emulator/hostwork.py``): environment steps, a host-side optimizer, worker processes
 sharing the GPU and sparse batches built on the host, on a small traced step."""
 

@@ -1,4 +1,4 @@
-"""Per-architecture Winograd speed-ups (issue 11, 2.4 candidate "Kepler convolutions").
+"""Per-architecture Winograd speed-ups (Kepler convolutions).
 
 ``arch_winograd["kepler"]`` replaces ``winograd_speedup`` for 3x3 convolutions on Kepler only
 (fitted on jcjohnson/cnn-benchmarks' K40c vs GTX 1080 cuDNN 5 times by

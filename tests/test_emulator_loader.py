@@ -1,4 +1,4 @@
-"""Legacy host era (issue 11, Gavel LM/Transformer fidelity): the DataLoader workers' per-batch
+"""Legacy host era (Gavel LM/Transformer fidelity): the DataLoader workers' per-batch
 hand-off is paid only by jobs whose batches come from worker processes, a dataset indexed on
 the main thread pays its per-sample ops instead, and PyTorch 1.x optimizers loop over
 parameter tensors (one dispatch and one kernel per tensor per foreach step)."""

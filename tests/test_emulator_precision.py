@@ -1,4 +1,4 @@
-"""Precision rules of the emulator's GEMM and attention rates (issue 11 item 3): FP32 fused
+"""Precision rules of the emulator's GEMM and attention rates: FP32 fused
 attention at 3xTF32 on Ampere+, tile/wave fill of tensor-core GEMMs; on hand-built graphs."""
 
 from __future__ import annotations

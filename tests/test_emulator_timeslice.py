@@ -1,4 +1,4 @@
-"""Worker processes time-slicing one GPU without MPS (issue 11, Gavel's A3C;
+"""Worker processes time-slicing one GPU without MPS (Gavel's A3C;
 ``gpuscope/emulator/hostwork.py``, ``time_sliced_gpu_s``): one context switch of
 ``ctx_switch_us / arch_eff`` per kernel after which a worker's queue drains, the switch cost
 fitted on identical-pair colocations (``calibrate.fit_ctx_switch``)."""

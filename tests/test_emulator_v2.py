@@ -1,4 +1,4 @@
-"""Emulator v2 properties (issue 11, Tests): kernel parallelism from work, saved-for-backward
+"""Emulator v2 properties: kernel parallelism from work, saved-for-backward
 memory, precision, fit/OOM facts, FLOPs against PyTorch's counter."""
 
 from __future__ import annotations

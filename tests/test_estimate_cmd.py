@@ -1,4 +1,4 @@
-"""``gpuscope estimate`` (issue 12): a job or a queue x catalog devices, through the emulator."""
+"""``gpuscope estimate``: a job or a queue x catalog devices, through the emulator."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Indexed reads are charged for the rows they select (gpuscope.graphs.ops.traffic, issue 11)."""
+"""Indexed reads are charged for the rows they select (gpuscope.graphs.ops.traffic)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""gpuscope.core.io and gpuscope.core.limits (issue 18): one error path for readers and writers,
+"""gpuscope.core.io and gpuscope.core.limits: one error path for readers and writers,
 atomic writes, outputs never overwrite inputs, bounded numbers and memory."""
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def test_memory_budget(monkeypatch) -> None:
 
 
 def test_graph_export_keeps_the_user_graphs_metadata(tmp_path: Path) -> None:
-    """Issue 18: ``graph export --graph g.json`` relabelled a user graph imagenet / batch 1."""
+    """``graph export --graph g.json`` once relabelled a user graph imagenet / batch 1."""
     import json
 
     from gpuscope.cli import main

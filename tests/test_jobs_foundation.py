@@ -1,4 +1,4 @@
-"""The jobs/datasets foundation (issue 12): dataset kinds, parametric datasets, precision,
+"""The jobs/datasets foundation: dataset kinds, parametric datasets, precision,
 gradient accumulation, optimizers, per-kind batches — and that none of it changes the keys or
 the traced graphs of the existing catalog jobs."""
 

@@ -1,4 +1,4 @@
-"""Liveness peak memory of a training step (issue 11 item 2, gpuscope.emulator.liveness):
+"""Liveness peak memory of a training step (gpuscope.emulator.liveness):
 checked against the bytes really alive on CPU (tests/autograd_peak.py), the switch back to
 the saved-for-backward rule, and the fallback for graphs without backward edges."""
 

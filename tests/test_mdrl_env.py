@@ -1,4 +1,4 @@
-"""Seed 003 mDRL environment: Eq. 2-4, Fig. 3, Fig. 7, rewards, masks, determinism (spec A5)."""
+"""Seed 003 mDRL environment: Eq. 2-4, Fig. 3, Fig. 7, rewards, masks, determinism."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_fig3_first_fit_and_oracle_exact() -> None:
     assert ff.makespan_h == pytest.approx(32 * 24)               # t1 + 31 d
     assert ff.u_end == pytest.approx(22.875 / 32) and round(ff.u_end, 3) == 0.715
     # job 4 (l) finds 4 + 4 GPUs split over the servers and cannot start before t1+7; the
-    # paper draws it running first, then f; LJF (spec A3.4) runs f first: same makespan and U
+    # paper draws it running first, then f; LJF runs f first: same makespan and U
     assert ff.starts[4] == pytest.approx(8 * 24) and ff.starts[3] == pytest.approx(22 * 24)
     best, placement = Oracle("u_end").solve(env, ep)
     assert best.makespan_h == pytest.approx(27 * 24)             # t0 + 27 d

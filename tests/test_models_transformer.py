@@ -1,4 +1,4 @@
-"""Today's transformer jobs in plain PyTorch (issue 12): parameter counts against the published
+"""Today's transformer jobs in plain PyTorch: parameter counts against the published
 checkpoints and against ``transformers`` models built from the same configs, real CPU steps at
 tiny size, and the configurable Llama."""
 

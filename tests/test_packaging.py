@@ -1,4 +1,4 @@
-"""Packaging (issue 18, item 7): an installed wheel finds its bundled data without the repository.
+"""Packaging: an installed wheel finds its bundled data without the repository.
 
 ``gpuscope.core.data.bundled`` looks in ``$GPUSCOPE_DATASETS``, then the package's ``_data`` folder
 (which ``setup.py`` fills in a built wheel), then the repository's ``datasets/``. The slow test

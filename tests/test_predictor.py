@@ -284,7 +284,7 @@ def test_bounded_outputs_stay_in_unit_interval_and_round_trip() -> None:
 
 
 def test_steps_kept_out_of_u_and_unseen_targets_are_nan() -> None:
-    """``steps_in_u=False``: predictions cannot depend on steps per epoch (issue 13's leakage
+    """``steps_in_u=False``: predictions cannot depend on steps per epoch (a leakage
     fix); a target never observed in training (a CPU dataset's GPU targets) is NaN."""
     from gpuscope.predictor.gnn.data import job_from_row
     from gpuscope.predictor.gnn.predict import Predictor

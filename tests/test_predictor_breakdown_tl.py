@@ -1,5 +1,5 @@
-"""The breakdown ridge and the oracle floor (issue 13 deliverable 6,
-``research.measured_correctors.breakdown_tl``). Synthetic rows only: fast and in-process."""
+"""The breakdown ridge and the oracle floor
+(``research.measured_correctors.breakdown_tl``). Synthetic rows only: fast and in-process."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The physics-informed predictor (issue 13): features, composition, per-target models,
+"""The physics-informed predictor: features, composition, per-target models,
 domain guard, checkpoints, honest-evaluation helpers, Gavel rows."""
 
 from __future__ import annotations

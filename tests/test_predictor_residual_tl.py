@@ -1,4 +1,4 @@
-"""Shrunk emulator corrections on measured rows (issue 13, ``research.measured_correctors.residual_tl``).
+"""Shrunk emulator corrections on measured rows (``research.measured_correctors.residual_tl``).
 
 Synthetic rows only (no graph export): fast and in-process."""
 

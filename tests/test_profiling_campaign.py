@@ -1,4 +1,4 @@
-"""Campaigns: parsing, malformed files, ledger, SIGKILL mid-run and resume (issue 3)."""
+"""Campaigns: parsing, malformed files, ledger, SIGKILL mid-run and resume."""
 
 from __future__ import annotations
 

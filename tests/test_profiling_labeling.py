@@ -142,7 +142,7 @@ def test_labeling_speed_10k_samples() -> None:
 
 
 def test_peak_is_continuous_and_ignores_startup() -> None:
-    """Issue 11: a start-up burst (before the memory plateau) does not move the peak, and a
+    """A start-up burst (before the memory plateau) does not move the peak, and a
     steady state at 89 % or 91 % labels 89 or 91 (the old threshold rule gave 0 or 91)."""
     from gpuscope.profiling.labeling import steady_state_mask
 
@@ -157,8 +157,8 @@ def test_peak_is_continuous_and_ignores_startup() -> None:
 
 def _three_level_gpu(seed: int) -> pd.DataFrame:
     """Start-up 60 samples at 0, then 3 epochs of training 600 samples at 42 %, evaluation
-    60 at 85 %, checkpoint 12 at 0; N(0, 2) sensor noise where the GPU is busy (issue 11:
-    the training level about midway between 0 and the evaluation level)."""
+    60 at 85 %, checkpoint 12 at 0; N(0, 2) sensor noise where the GPU is busy (the
+    training level about midway between 0 and the evaluation level)."""
     epoch = [42.0] * 600 + [85.0] * 60 + [0.0] * 12
     x = np.array([0.0] * 60 + epoch * 3)
     rng = np.random.default_rng(seed)

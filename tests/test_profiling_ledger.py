@@ -1,4 +1,4 @@
-"""The ledger and campaign guards of issue 18: a run's key holds device and provenance,
+"""The ledger and campaign guards: a run's key holds device and provenance,
 ``--retry-errors``, environment failures abort, one campaign per folder, the job dies with
 its campaign (SIGKILL, no orphan), and the busy-host check."""
 

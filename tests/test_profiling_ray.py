@@ -31,7 +31,7 @@ def test_ray_backend_local_cpu(tmp_path: Path) -> None:
                         command=(sys.executable, "-c", "import sys; sys.exit('no GPU here')"))
     try:
         counts = run_campaign_ray(jobs, out, opts, init_kwargs={"num_cpus": 2}, progress=False)
-        # issue 18: every run failing alike at start-up aborts with one line, records nothing
+        # every run failing alike at start-up aborts with one line, records nothing
         with pytest.raises(InputError, match="environment failure.*no GPU here"):
             run_campaign_ray(jobs, tmp_path / "broken", broken, progress=False)
     finally:

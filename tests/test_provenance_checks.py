@@ -1,4 +1,4 @@
-"""Provenance and device are checked on every row where labels enter (issue 18): dataset
+"""Provenance and device are checked on every row where labels enter: dataset
 folders (``train``, ``evaluate``), the physics loader (multi-device legit, mixed provenance
 never), ``--truth`` folders, and ``build-dataset`` (keyed by device, written atomically)."""
 

@@ -1,4 +1,4 @@
-"""The job-queue format (issue 12): one pydantic model, its JSON Schema in the docs, the
+"""The job-queue format: one pydantic model, its JSON Schema in the docs, the
 template, and errors that name the row and the field."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Recurrent layers traced as one fused op per layer and direction (issue 11; ``graphs/recurrent.py``):
+"""Recurrent layers traced as one fused op per layer and direction (``graphs/recurrent.py``):
 numerics against ``nn.LSTM``/``GRU``/``RNN``, node counts, saved-for-backward bytes against
 autograd, FLOPs against PyTorch's counter, and the emulator's sequential kernel model."""
 

@@ -1,4 +1,4 @@
-"""Repacking (issue 14): RG/PR split a part-filled node into exactly-filled smaller VMs.
+"""Repacking: RG/PR split a part-filled node into exactly-filled smaller VMs.
 
 Hand-worked instances. Catalog: one GPU type K with VMs K1 (1 GPU), K2 (2 GPUs), K4 (4 GPUs);
 every job takes 3600 s on 1, 2 or 4 GPUs (no speed-up) and is due at 20,000 s; 3 jobs

@@ -1,4 +1,4 @@
-"""Model sources (issue 12): user module factories and Hugging Face configs, their graphs,
+"""Model sources: user module factories and Hugging Face configs, their graphs,
 content-keyed caching, and one-line errors for bad input."""
 
 from __future__ import annotations

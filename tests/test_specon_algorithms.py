@@ -1,4 +1,4 @@
-"""Seed 004 Algorithms 1–3 on hand-made inputs whose answers are worked out by hand (spec B5.1–3)."""
+"""Seed 004 Algorithms 1–3 on hand-made inputs whose answers are worked out by hand."""
 
 from __future__ import annotations
 

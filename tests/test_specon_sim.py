@@ -1,4 +1,4 @@
-"""The co-location simulator, sharing models, loss curves and the CLI (spec B5.4, B5.5, B5.8)."""
+"""The co-location simulator, sharing models, loss curves and the CLI."""
 
 from __future__ import annotations
 

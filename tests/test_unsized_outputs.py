@@ -1,4 +1,4 @@
-"""Outputs the trace does not size (issue 11 item 2, memory): the fused attention's logsumexp
+"""Outputs the trace does not size (for the memory model): the fused attention's logsumexp
 and RNG state and the layer norm's mean/rstd (gpuscope.emulator.memory.UNSIZED_OUTPUTS),
 counted with the byte counts computed by hand from the shapes."""
 

@@ -181,6 +181,6 @@ def test_bad_inputs() -> None:
     with pytest.raises(InputError, match="graph file"):
         build_workload(JobSpec("mine", "cifar10", "sgd", 2, 1, graph="g.json"))
     with pytest.raises(InputError, match="unknown model"):
-        build_model("resnet999", "cifar10")  # resnet18 is a catalog model now (issue 11)
+        build_model("resnet999", "cifar10")  # resnet18 is a catalog model now
     with pytest.raises(InputError, match="defined for"):
         build_model("cvae", "imagenet")

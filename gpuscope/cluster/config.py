@@ -119,7 +119,7 @@ class ClusterConfig(_Frozen):
         pnames = [p.name for p in self.partitions]
         for kind, names in (("partitions", pnames), ("servers", [s.name for s in self.servers]),
                             ("flavors", [f.name for f in self.flavors])):
-            dup = sorted(n for n, c in Counter(names).items() if c > 1)  # O(n), issue 18
+            dup = sorted(n for n, c in Counter(names).items() if c > 1)  # O(n)
             if dup:
                 raise ValueError(f"{kind}: duplicate name(s) {', '.join(dup)}")
         for i, s in enumerate(self.servers):

@@ -45,7 +45,7 @@ class ClusterSpec:
                 raise InputError(f"bad device type name {d!r} in cluster spec")
             if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
                 raise InputError(f"GPU count of {d} must be a positive integer, got {c!r}")
-        # issue 18: every GPU is an instance (name, queue, simulation state), ~BYTES_PER_GPU
+        # memory budget: every GPU is an instance (name, queue, simulation state), ~BYTES_PER_GPU
         check_memory(f"cluster {self} ({sum(self.counts)} GPUs)", sum(self.counts) * BYTES_PER_GPU)
 
     @classmethod

@@ -43,7 +43,7 @@ class DeviceSpec:
     generation whose host-side costs the emulator uses (``HOST_ERAS``; docs/emulator.md).
     ``boost_clock_mhz`` is the clock the datasheet peaks assume and ``sustained_clock_mhz``
     the SM clock the GPU holds under a sustained training/inference load where a cited
-    measurement shows it lower (a 70 W T4 at its power cap; issue 11 item 4); 0 = not given,
+    measurement shows it lower (a 70 W T4 at its power cap); 0 = not given,
     the peaks are taken as sustained. ``clock_factor`` scales the compute peaks, not the
     memory bandwidth (the memory clock is not power-throttled). ``l2_mb`` is the L2 cache
     (MiB; 0 = not given, the kernel model then assumes its architecture's typical L2 per SM)
@@ -85,7 +85,7 @@ class DeviceSpec:
     @property
     def clock_factor(self) -> float:
         """Sustained over boost SM clock (1 where either is not given): the share of the
-        datasheet compute peaks the GPU delivers under a sustained load (issue 11 item 4)."""
+        datasheet compute peaks the GPU delivers under a sustained load."""
         if self.boost_clock_mhz > 0 and self.sustained_clock_mhz > 0:
             return self.sustained_clock_mhz / self.boost_clock_mhz
         return 1.0

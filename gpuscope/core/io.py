@@ -1,4 +1,4 @@
-"""One error path for every reader and writer (issue 18).
+"""One error path for every reader and writer.
 
 Readers (:func:`read_text`, :func:`read_json`, :func:`read_toml`, :func:`read_csv`,
 :func:`read_parquet`, :func:`read_table`) turn a missing file, a directory, unreadable or

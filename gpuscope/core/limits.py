@@ -1,4 +1,4 @@
-"""Limits on sizes, counts and numbers, checked before anything is allocated (issue 18).
+"""Limits on sizes, counts and numbers, checked before anything is allocated.
 
 Two kinds of checks:
 

@@ -1,4 +1,4 @@
-"""Provenance and device of label rows, checked wherever labels enter (issue 18).
+"""Provenance and device of label rows, checked wherever labels enter.
 
 Every row of a labels file names its ``device`` and its ``provenance`` (``measured`` or
 ``emulated``, design.md "Labels"). Readers never take either from one row: a file whose rows
@@ -163,7 +163,7 @@ def one_provenance(provenances: Iterable[str], where: str) -> str:
 
 def check_label_rows(labels: pd.DataFrame, where: str,
                      targets: tuple[str, ...] = TARGETS) -> None:
-    """Refuse labels a model cannot learn from, with one line (issue 18): ``targets``
+    """Refuse labels a model cannot learn from, with one line: ``targets``
     columns missing (renamed?) or no ``ok`` run at all (every row an error). A corpus holds
     only ``exec_time_s`` of the targets (the emulator's estimate)."""
     missing = [t for t in targets if t not in labels.columns]

@@ -8,8 +8,8 @@
 | ``cpu_util``     | host CPU utilisation over all cores      | %    | 100                 |
 
 Per resource r the labels are ``r_burst_s`` (mean length in seconds of contiguous burst runs),
-``r_idle_s`` (same for idle runs) and ``r_peak`` (95th percentile of the steady-state samples,
-issue 11; see ``gpuscope.profiling.labeling``); then ``exec_time_s``. Seed 001 predicts execution time once per resource and sums the
+``r_idle_s`` (same for idle runs) and ``r_peak`` (95th percentile of the steady-state samples;
+see ``gpuscope.profiling.labeling``); then ``exec_time_s``. Seed 001 predicts execution time once per resource and sums the
 four; one execution-time head is equivalent for every decision gpuscope makes.
 """
 

@@ -1,4 +1,4 @@
-"""``gpuscope emulate``: emulated campaigns into runs folders (issue 4; docs/emulator.md)."""
+"""``gpuscope emulate``: emulated campaigns into runs folders (docs/emulator.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 (dispatches, cuDNN calls, views, convolution configurations, optimizer tensors), plus the
 memory sizes (parameters, saved-for-backward bytes, the liveness peak). ``perf`` prices these
 arrays on a device (the equations are in ``gpuscope.emulator.perf``'s docstring); computing them
-once per graph is what keeps a 432-run campaign within seconds (issue 11).
+once per graph is what keeps a 432-run campaign within seconds.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Host-side work of a training step (issues 4, 11): the input pipeline's cost per sample, and
+"""Host-side work of a training step: the input pipeline's cost per sample, and
 the host work the device waits for in RL jobs (Gavel's A3C, ``workloads/models/gavel.py``)
 and in jobs that build sparse batches on the main thread (Gavel's Recommendation).
 
@@ -164,7 +164,7 @@ def sparse_densify_s(cost: GraphCost, batch_size: int, device: DeviceSpec,
     return float(byts / achievable_bw(device, params) + params.launch_us * 2e-6)
 
 
-# --- per-tensor optimizer loops (PyTorch 1.x; issue 11, legacy host era) -----------------
+# --- per-tensor optimizer loops (PyTorch 1.x; legacy host era) -----------------
 def optimizer_tensor_counts(graph: OpGraph, kernels: list[OpNode]) -> tuple[np.ndarray, int]:
     """(per kernel, the parameter tensors a foreach optimizer kernel covers, else 1; the number
     of parameter tensors).

@@ -1,4 +1,4 @@
-"""Peak memory of a training step by liveness over its traced graph (issue 11 item 2).
+"""Peak memory of a training step by liveness over its traced graph.
 
 The saved-for-backward rule (``memory.saved_bytes``) misses the step's transient peak: tensors
 alive at the same time that autograd does not keep, e.g. a language model's ``B x S x vocab``

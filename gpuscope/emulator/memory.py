@@ -1,4 +1,4 @@
-"""Device memory footprint of a training job (issue 4; issue 11 item 2; seed 001 §4.2).
+"""Device memory footprint of a training job (seed 001 §4.2).
 
 footprint = CUDA context + weights + gradients + optimizer state + saved activations
 + workspace:

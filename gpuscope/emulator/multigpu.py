@@ -1,4 +1,4 @@
-"""Data-parallel training on g GPUs of one node, for the allocator's t_jng tables (issue 4).
+"""Data-parallel training on g GPUs of one node, for the allocator's t_jng tables.
 
 Each GPU keeps the job's per-GPU batch and runs the single-GPU step; after backward the
 gradients are summed with a ring all-reduce (Patarasuk & Yuan), which moves

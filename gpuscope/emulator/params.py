@@ -73,11 +73,10 @@ class EmulatorParams:
         arch_class_eff: cited exceptions, ``"<arch>:<op class>"`` -> fraction of the FP32
             (CUDA-core) peak that class reaches on that architecture when it fills the GPU;
             replaces ``class_eff[class] * arch_eff[arch]`` for the compute side of that pair
-            only (memory side, tensor-core rates and every other pair unchanged). Issue 11:
+            only (memory side, tensor-core rates and every other pair unchanged), e.g.
             ``kepler:matmul`` = cuBLAS SGEMM on a Kepler die (docs/emulator.md, calibration).
         arch_winograd: per-architecture exceptions to ``winograd_speedup``, ``"<arch>"`` ->
-            the speed-up of 3x3 convolutions on that architecture (issue 11, 2.4 candidate
-            "Kepler convolutions": ``kepler`` fitted on jcjohnson/cnn-benchmarks' K40c vs GTX
+            the speed-up of 3x3 convolutions on that architecture (``kepler`` fitted on jcjohnson/cnn-benchmarks' K40c vs GTX
             1080 cuDNN 5 times, docs/emulator.md); every other architecture keeps
             ``winograd_speedup``.
         bw_eff: achievable fraction of memory bandwidth.
@@ -90,8 +89,8 @@ class EmulatorParams:
         launch_us: GPU-side gap per kernel (launch latency), microseconds.
         mem_latency_us: DRAM latency a memory-bound kernel pays once (its loads, then its
             stores), microseconds: ``t_mem = bytes / bw + mem_latency`` (Little's law, in
-            place of the compute side's fill; 0.4 in the 2.5 calibration). 0 = the fill model
-            of emulator 2.4 (``bytes / (bw * fill)``, which charged a one-element kernel
+            place of the compute side's fill). 0 = the older fill model
+            (``bytes / (bw * fill)``, which charged a one-element kernel
             ``SMs x fill_threads_per_sm x dtype / bw``: 8 us on an L4).
         dispatch_us: host-side framework cost per kernel on a reference core, microseconds
             (PyTorch eager dispatch); the main thread must issue every kernel.
@@ -144,8 +143,7 @@ class EmulatorParams:
         workspace_mb: cuDNN/cuBLAS workspace, MB.
         alloc_overhead: caching-allocator fragmentation on activations and gradients.
         memory_liveness: 1 (default): the activation memory is the step's liveness peak
-            over the traced graph less its gradients (``emulator.liveness``, issue 11 item
-            2); 0: the previous rule, the bytes saved for backward (``memory.saved_bytes``).
+            over the traced graph less its gradients (``emulator.liveness``); 0: the previous rule, the bytes saved for backward (``memory.saved_bytes``).
         overlap: fraction of the gradient all-reduce hidden behind backward (fitted).
         link_eff: achievable fraction of PCIe/NVLink bandwidth in all-reduce (fitted).
         allreduce_latency_us: per ring step latency, microseconds.

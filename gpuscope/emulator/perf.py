@@ -1,4 +1,4 @@
-"""Per-iteration time, utilisations and execution time of a job on a device (issues 4, 11).
+"""Per-iteration time, utilisations and execution time of a job on a device.
 
 GPU time of one training step (a roofline per kernel, summed over the OpGraph)::
 
@@ -6,15 +6,15 @@ GPU time of one training step (a roofline per kernel, summed over the OpGraph)::
                       bytes_i / (bw * eff_bw * eff_arch * fill_i)) + launch
           + batch bytes / (PCIe * eff_h2d)
 
-**Parallelism from work** (issue 11): ``fill_i = w_i / (w_i + SMs * fill_threads_per_sm)``
+**Parallelism from work**: ``fill_i = w_i / (w_i + SMs * fill_threads_per_sm)``
 where ``w_i`` is the number of elements the kernel touches, inputs and outputs
 (``bytes_accessed / dtype_bytes``), not its output size: a reduction or a loss with a scalar
 output reads its whole input with one thread per element (a tree reduction), an optimizer
 update touches parameters, gradients and state; a GEMM's tiles cover its operands. A scalar
 loss therefore costs microseconds, and a reduction's time grows with its input.
 
-**Memory latency** (emulator 2.5, ``params.mem_latency_us`` = 0.4 in the calibration; 0 =
-the fill model of 2.4): a non-recurrent kernel's memory side is ``bytes / bw + mem_latency``
+**Memory latency** (``params.mem_latency_us``, cited in the calibration; 0 = the older fill
+model): a non-recurrent kernel's memory side is ``bytes / bw + mem_latency``
 (Little's law: full bandwidth once a DRAM round trip is paid), not ``bytes / (bw * fill)``,
 whose limit for a tiny kernel, ``SMs x fill_threads_per_sm x dtype / bw``, is a latency of
 2-8 us (8.4 us for BatchNorm's ``num_batches_tracked += 1`` on an L4) where GPU DRAM accesses
@@ -73,17 +73,17 @@ gemm_kernel_utils.h``, ``DefaultGemmType<ArchTag >= 80, float>``), whatever
 (no new constant); before Ampere the kernel uses CUDA cores (the FP32 matmul rate).
 
 ``eff_class * eff_arch`` is replaced, for the compute side only, by a cited
-``arch_class_eff["<arch>:<class>"]`` where one exists (``class_compute_eff``; issue 11: Kepler
+``arch_class_eff["<arch>:<class>"]`` where one exists (``class_compute_eff``; e.g. Kepler
 matmuls at cuBLAS SGEMM's 0.63 of peak, Kepler convolutions stay fitted on ResNet-50).
 
 3x3 convolutions (``GraphCost.winograd``) run ``winograd_speedup`` times faster (cuDNN's
-Winograd kernels), or ``arch_winograd[arch]`` where the architecture has its own figure (issue 11,
-2.4 candidate "Kepler convolutions": Kepler's fitted on published K40c vs GTX 1080 cuDNN 5 times
+Winograd kernels), or ``arch_winograd[arch]`` where the architecture has its own figure
+(Kepler's, fitted on published K40c vs GTX 1080 cuDNN 5 times
 of eight CNNs, docs/emulator.md).
 
 Every ``peak_i`` is the datasheet figure at boost clock times the device's ``clock_factor``
 (sustained over boost SM clock under load where the catalog cites one, e.g. the 70 W T4;
-else 1; issue 11 item 4); the memory bandwidth is not scaled (the memory clock is not
+else 1); the memory bandwidth is not scaled (the memory clock is not
 power-throttled).
 
 Host, in parallel: the main thread dispatches every op (``dispatch_us`` per op on a reference
@@ -241,7 +241,7 @@ def gemm_wave_fill(mnk: np.ndarray, sm_count: int) -> np.ndarray:
 def class_compute_eff(params: EmulatorParams, arch: str) -> np.ndarray:
     """Fraction of the FP32 (CUDA-core) peak each op class (``OP_CLASSES`` order) reaches on
     ``arch`` when it fills the GPU: ``class_eff * arch_eff``, except the cited
-    ``arch_class_eff`` pairs (issue 11: cuBLAS SGEMM on Kepler), which replace it."""
+    ``arch_class_eff`` pairs (e.g. cuBLAS SGEMM on Kepler), which replace it."""
     a = params.arch_eff.get(arch, 1.0)
     other = params.class_eff.get("other", 0.3)
     return np.array([params.arch_class_eff.get(f"{arch}:{c}", params.class_eff.get(c, other) * a)
@@ -307,7 +307,7 @@ def gpu_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
 
 def scalar_fraction(cost: GraphCost, device: DeviceSpec, params: EmulatorParams | None = None,
                     precision: str = "fp32") -> float:
-    """Fraction of the step's GPU time spent in kernels with a scalar output (issue 11)."""
+    """Fraction of the step's GPU time spent in kernels with a scalar output."""
     p = params or default_params()
     t_op, _ = kernel_times(cost, device, p, precision)
     if cost.scalar is None or t_op.sum() <= 0:

@@ -80,7 +80,7 @@ def emulate_device(
     counts: Counter[str] = Counter()
     from gpuscope.profiling.ledger import campaign_lock
 
-    # Issue 18: one campaign per folder, and a folder holds one device and provenance.
+    # One campaign per folder, and a folder holds one device and provenance.
     with campaign_lock(out), Ledger(out / "ledger.sqlite", device=device.name,
                                     provenance="emulated") as ledger:
         done = ledger.done_ids()

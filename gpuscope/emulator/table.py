@@ -1,4 +1,4 @@
-"""``gpuscope estimate``: where will my job run best, and how long will it take? (issue 12)
+"""``gpuscope estimate``: where will my job run best, and how long will it take?
 
     gpuscope estimate --module examples/my_model.py:build --dataset tokens:seq=512,vocab=30522 \
         --batch-size 8 --optimizer adamw --precision amp-bf16 --devices all

@@ -1,4 +1,4 @@
-"""Synthetic 6 Hz traces of an emulated run, in the profiler's format (issue 4, item 3).
+"""Synthetic 6 Hz traces of an emulated run, in the profiler's format.
 
 A run is a sequence of phases, each sampled every ``period_s`` (seed 001 §2.2: 1/6 s):
 
@@ -117,7 +117,7 @@ def synth_trace(
     """Samples (``t_s``, ``gpu_util``, ``gpu_mem_util``, ``gpu_mem``, ``cpu_util``) of the
     emulated run and its execution time in seconds. ``sensor_noise=False`` leaves out the
     Gaussian sensor noise (with ``iter_jitter`` and ``stall_rate_per_min`` at 0 in ``params``:
-    a noise-free trace, the reference of ``gpuscope.predictor.physics.analytic``, issue 13)."""
+    a noise-free trace, the reference of ``gpuscope.predictor.physics.analytic``)."""
     rng = run_rng(seed, device.name, job.key)
     ph = phases(est, job, params, rng)
     period_s = effective_period(est, period_s, int(params.max_trace_samples))

@@ -32,7 +32,7 @@ TABLE_OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 TABLE_EPOCHS: tuple[int, ...] = (10, 20)
 
 #: model -> datasets it is defined for.
-#: Today's transformer jobs (issue 12): BERT MLM, GPT-2 causal LM, ViT, T5, a Llama decoder.
+#: Today's transformer jobs: BERT MLM, GPT-2 causal LM, ViT, T5, a Llama decoder.
 TRANSFORMERS: tuple[str, ...] = ("bert_base", "bert_large", "gpt2", "gpt2_medium", "gpt2_large",
                                  "vit_b16", "vit_l16", "t5_small", "llama")
 MODEL_DATASETS: dict[str, tuple[str, ...]] = {
@@ -41,7 +41,7 @@ MODEL_DATASETS: dict[str, tuple[str, ...]] = {
     **{m: ("wikitext103",) for m in ("bert_base", "bert_large", "gpt2", "gpt2_medium",
                                      "gpt2_large", "llama")},
     "vit_b16": ("imagenet",), "vit_l16": ("imagenet",), "t5_small": ("wmt16_en_de",),
-    # Gavel's job types (issue 11; rec_autoencoder, cyclegan, a3c need kinds not in the catalog)
+    # Gavel's job types (for the emulator's fidelity check; rec_autoencoder, cyclegan, a3c need kinds not in the catalog)
     "resnet18": ("cifar10",), "lstm_lm": ("wikitext2",), "transformer_base": ("multi30k",),
     # seed 004 (SpeCon) workloads: MNIST as 28 steps x 28 features, and the MLP VAE
     **{m: ("mnist_seq",) for m in ("rnn", "birnn", "gru", "dynamic_rnn")},

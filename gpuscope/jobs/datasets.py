@@ -1,5 +1,5 @@
 """Training datasets as jobs see them: ``DatasetSpec`` (shape and size of one sample and of an
-epoch), the named ``DATASETS`` and parametric ``KIND:key=value,...`` datasets (issue 12).
+epoch), the named ``DATASETS`` and parametric ``KIND:key=value,...`` datasets.
 
 Synthetic data with the real shapes: gpuscope never downloads a dataset; a job's step time
 depends on the sample's shape, the epoch on the training-set size.

@@ -22,7 +22,7 @@ def assign_ids(jobs: Sequence[JobSpec]) -> list[JobSpec]:
     """The jobs, those without ``job_id`` numbered ``j000``...; duplicate ids raise ``InputError``."""
     width = max(3, len(str(len(jobs))))
     out = [j if j.job_id else j.with_(job_id=f"j{i:0{width}d}") for i, j in enumerate(jobs)]
-    counts = Counter(str(j.job_id) for j in out)  # O(n): a 100k-job queue in ms (issue 18)
+    counts = Counter(str(j.job_id) for j in out)  # O(n): a 100k-job queue in ms
     dup = sorted(i for i, c in counts.items() if c > 1)
     if dup:
         raise InputError(f"duplicate job_id(s) in queue: {', '.join(map(str, dup[:5]))}")
@@ -40,7 +40,7 @@ def read_queue(path: str | Path) -> list[JobSpec]:
     from gpuscope.core.limits import check_memory
 
     text = read_text(path, "job queue")
-    # issue 18: parsed rows and JobSpecs take ~10x the file's bytes (a 100k-job CSV: ~100 MB)
+    # memory budget: parsed rows and JobSpecs take ~10x the file's bytes (a 100k-job CSV: ~100 MB)
     check_memory(f"job queue {path} ({len(text) // 2**20} MB)", 10 * len(text))
     rows: list[dict[str, Any]]
     if suffix == ".json":

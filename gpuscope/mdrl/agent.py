@@ -1,6 +1,6 @@
 """The DQN agent of one partition (seed 003 §5, Eq. 6 and Algorithm 1); torch is imported lazily.
 
-The paper gives no hyperparameters; the defaults are the spec's A3.1 resolution: an MLP with
+The paper gives no hyperparameters; gpuscope's defaults: an MLP with
 2 hidden layers of 64 ReLU units, Adam lr 1e-3, Huber loss, γ = 0.95, ε-greedy from 1.0 to 0.05
 linearly over the first 300 episodes, a replay memory of 10k transitions (Algorithm 1 sets D up
 twice, lines 5 and 8: one memory is meant), batch 64, target network synced every 100
@@ -23,7 +23,7 @@ CKPT_VERSION = 1
 
 @dataclass
 class DQNConfig:
-    """DQN hyperparameters (spec A3.1 defaults; each is a ``gpuscope mdrl train`` flag)."""
+    """DQN hyperparameters (gpuscope's defaults; each is a ``gpuscope mdrl train`` flag)."""
 
     hidden: int = 64
     layers: int = 2

@@ -1,11 +1,11 @@
-"""Baselines of seed 003 and a clairvoyant oracle (spec A3.8, A5).
+"""Baselines of seed 003 and a clairvoyant oracle.
 
 The paper's "Naïve" is defined twice: §3.2/Fig. 3 "finds an available server from the first
 server" (``first-fit``) and §6.1 "submits a job to a randomly selected GPU server if the server
 has enough resources" (``random-fit``: uniform among servers with room, else wait;
 ``random-pinned``: one random server per job, wait for that one — the literal sentence).
 ``best-fit`` (gpuscope's): the fitting server with the fewest free GPUs.
-The ``oracle`` (spec A3 feasibility check) is a clairvoyant brute force over the m^(K−1)
+The ``oracle`` (a check of what the partition allows) is a clairvoyant brute force over the m^(K−1)
 pinned server choices of the episode's single-server jobs, scored by replaying the episode.
 """
 
@@ -135,7 +135,7 @@ class Oracle:
         """The best result and its placement (server index per single-server job)."""
         score = OBJECTIVES[self.objective]
         ids = [j.job_id for j in episode.jobs if j.flavor in env.flv]
-        if env.m ** len(ids) > MAX_ORACLE_PLACEMENTS:  # issue 18: no parameter value hangs
+        if env.m ** len(ids) > MAX_ORACLE_PLACEMENTS:  # no parameter value may hang
             raise InputError(f"the brute-force oracle would simulate {env.m}^{len(ids)} "
                              f"placements (limit {MAX_ORACLE_PLACEMENTS}); use fewer --jobs "
                              "or --no-oracle / another --policy")

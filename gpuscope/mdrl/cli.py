@@ -13,7 +13,7 @@ from gpuscope.core.errors import InputError
 from gpuscope.core.io import check_output
 from gpuscope.core.limits import check_count, check_memory, pos_float, pos_int, unit_float
 
-#: Most jobs in one episode (the state, the queue and the simulator are per job; issue 18).
+#: Most jobs in one episode (the state, the queue and the simulator are per job; no size may exhaust memory).
 MAX_EPISODE_JOBS: int = 10_000
 
 POLICIES = ("first-fit", "best-fit", "random-fit", "random-pinned")

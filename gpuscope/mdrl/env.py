@@ -2,11 +2,11 @@
 
 One decision per presented job. Actions (§5.1): ``n·m`` "run flavor k on server j"
 (``a = k·m + j``) and ``n`` "queue flavor k" (``a = n·m + k``), n = single-server flavors,
-m = servers. The job already has a flavor (spec A3.2): the mask allows only its m run
+m = servers. The job already has a flavor: the mask allows only its m run
 actions on servers with room and its queue action; the flavor part of an action is otherwise
 ignored (the agent cannot resize a job).
 
-Rewards, §5.2 (spec A3.9): queue while some server has room −1; run on a server without room
+Rewards, §5.2: queue while some server has room −1; run on a server without room
 −1 and the job is queued; queue while no server has room 0; run with room U(p, t) of Eq. 4
 (the new job has τ = 0). ``terminal_bonus`` (gpuscope's, default 0) adds w·U_term to the
 transition that reaches the terminal event; ``reward="terminal"`` (gpuscope's) drops the
@@ -14,10 +14,10 @@ per-step rewards and pays U_term on that transition only (the quantity Figs. 5-6
 
 Events: completions before arrivals at equal times; jobs arrive one by one in order (a burst
 submits job 1, then job 2, ...). An arrival presents the new job; a release event presents the
-queued jobs that fit some server, largest first (LJF, §5.1; spec A3.10: a queued job is
+queued jobs that fit some server, largest first (LJF, §5.1; a queued job is
 re-presented at the release event). The multi-server (f) job is not an agent
-decision (spec A3.4): it starts when the whole partition is free; that is the *terminal event*,
-where ``U_term`` is measured (spec A3.7). Jobs still waiting then are placed first-fit to get
+decision: it starts when the whole partition is free; that is the *terminal event*,
+where ``U_term`` is measured. Jobs still waiting then are placed first-fit to get
 ``U_end`` and the makespan (first arrival to last completion).
 """
 
@@ -63,7 +63,7 @@ class PartitionEnv:
 
     ``sampler(rng) -> Episode`` draws episodes; ``reset(options={"episode": ep})`` replays a
     fixed one. ``state``: ``paper`` (free GPUs per server), ``flavor`` (+ one-hot flavor of the
-    job and queued count per flavor, spec A3.3), ``full`` (+ hours to each server's next
+    job and queued count per flavor), ``full`` (+ hours to each server's next
     release / longest limit and the share of jobs still to arrive; gpuscope's).
     """
 

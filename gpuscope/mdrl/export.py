@@ -3,7 +3,7 @@
 The plan (``plan.csv``) has one row per job in start order: ``job_id, partition, servers``
 (``;``-separated node names), ``gpus, cpus, mem_gb, time_limit_s, start_order`` and, for
 reading, ``flavor, gpu_type, start_h, policy``. ``gpuscope.slurm`` submits it (its
-``--submit``); here the files are only written (spec A5.8):
+``--submit``); here the files are only written:
 
 * sbatch: ``--partition``, ``--nodelist``, ``--gres=gpu:TYPE:N`` per node, ``--cpus-per-task``,
   ``--mem`` per node, ``--time`` = the flavor's limit; the multi-server flavor uses

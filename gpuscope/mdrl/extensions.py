@@ -1,4 +1,4 @@
-"""gpuscope's extensions of seed 003 (ours, not the paper's; spec A4 "gpuscope twist").
+"""gpuscope's extensions of seed 003 (ours, not the paper's).
 
 * ``--durations tjng``: a job's run time is its t_jng (``gpuscope tjng`` table: job, node
   type, g GPUs) for the partition's GPU type and the flavor's GPUs, so the same model runs at

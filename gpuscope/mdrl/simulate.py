@@ -25,7 +25,7 @@ import numpy as np
 from gpuscope.cluster.config import ClusterConfig
 from gpuscope.core.errors import InputError
 
-#: Fig. 3's durations in hours by flavor size rank (s, m, l, f): 3, 7, 10, 14 days (spec A1).
+#: Fig. 3's durations in hours by flavor size rank (s, m, l, f): 3, 7, 10, 14 days.
 FIG3_DURATIONS_H: tuple[float, ...] = (72.0, 168.0, 240.0, 336.0)
 #: The paper's episode length for Fig. 7 (720 h).
 EPISODE_HOURS: float = 720.0
@@ -122,12 +122,12 @@ DurationFn = Callable[[np.random.Generator, Partition, int], "tuple[float, str]"
 
 
 def limit_durations(rng: np.random.Generator, part: Partition, k: int) -> tuple[float, str]:
-    """Table 2 limits: Eq. 2's completed job runs exactly t(d) (spec A3.6 default)."""
+    """Table 2 limits: Eq. 2's completed job runs exactly t(d) (the default)."""
     return part.flavors[k].limit_h, ""
 
 
 def fig3_durations(rng: np.random.Generator, part: Partition, k: int) -> tuple[float, str]:
-    """Fig. 3's 3/7/10/14 days by size rank (spec A1, derived from the figure's times)."""
+    """Fig. 3's 3/7/10/14 days by size rank (derived from the figure's times)."""
     return FIG3_DURATIONS_H[min(k, len(FIG3_DURATIONS_H) - 1)], ""
 
 
@@ -138,7 +138,7 @@ DURATIONS: dict[str, DurationFn] = {"limits": limit_durations, "fig3": fig3_dura
 class EpisodeSampler:
     """Seed 003 §6.1 episodes: K−1 jobs uniform over the single-server flavors, then f.
 
-    Arrivals: the first at 0, then exponential gaps of mean ``iat_h`` (spec A3.5: the paper
+    Arrivals: the first at 0, then exponential gaps of mean ``iat_h`` (the paper
     gives no arrival process); ``iat_h = 0`` is a burst.
     """
 
@@ -168,7 +168,7 @@ class EpisodeSampler:
 
 
 def fig3_episode(part: Partition) -> Episode:
-    """Seed 003 Fig. 3: flavors s, m, m, l, f arriving at days 0, 1, 1, 3, 3.5 (spec A5.2)."""
+    """Seed 003 Fig. 3: flavors s, m, m, l, f arriving at days 0, 1, 1, 3, 3.5."""
     s, m, lg = part.single[0], part.single[1], part.single[2]
     f = part.multi[-1]
     days = [(s, 0.0), (m, 1.0), (m, 1.0), (lg, 3.0), (f, 3.5)]

@@ -1,6 +1,6 @@
 """Training (seed 003 Algorithm 1, §6.1) and evaluation of the per-partition agents.
 
-"Multi-agent" is cosmetic here (spec A3.11): partitions are disjoint and jobs are bound to
+"Multi-agent" is cosmetic here: partitions are disjoint and jobs are bound to
 one, so each partition's agent trains alone on its own environment with its own replay.
 """
 

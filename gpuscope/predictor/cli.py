@@ -39,14 +39,14 @@ def register(subparsers: Any) -> None:
                         "several make a multi-device physics model")
     t.add_argument("-o", "--output", required=True, help="checkpoint file to write (.pt)")
     t.add_argument("--arch", default="physics", choices=("physics", "gnn"),
-                   help="physics (default: corrections to the emulator's estimate, issue 13) "
+                   help="physics (default: corrections to the emulator's estimate) "
                         "or gnn (seed 001's Driple network; the options below)")
     t.add_argument("--kinds", default="auto",
                    help="physics: auto (per-target winner on held-out families), gbt, mlp "
                         "or analytic")
     t.add_argument("--no-residual", action="store_true",
                    help="physics: learners predict each target's value instead of the "
-                        "correction to its analytic label (the model before issue 13's "
+                        "correction to its analytic label (the model before the physics-informed "
                         "analytic labels)")
     t.add_argument("--targets", default="full", choices=("full", "driple"), help="full (13 targets, default) or driple (6)")
     t.add_argument("--split", default="random", choices=("random", "family"), help="random (60/20/20, default) or family")
@@ -261,7 +261,7 @@ def _evaluate_physics(a: argparse.Namespace) -> int:
     phase(f"loading {_datasets([a.dataset])}", quiet=a.quiet)
     data = load_physics([a.dataset], progress=not a.quiet)
     devs = sorted(set(data.labels["device"].astype(str)))
-    if len(devs) != 1:  # issue 18: every row is predicted on one device, never row 0's
+    if len(devs) != 1:  # every row is predicted on one device, never row 0's
         raise InputError(f"{a.dataset}: rows of {len(devs)} devices ({', '.join(devs[:4])}); "
                          "evaluate one device's dataset at a time")
     dev = devs[0]

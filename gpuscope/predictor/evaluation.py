@@ -1,4 +1,4 @@
-"""Honest evaluation of the v2 predictor (issue 13): leave-family-out splits, several seeds,
+"""Honest evaluation of the physics predictor: leave-family-out splits, several seeds,
 95 % intervals, per target; every scaler fitted on training rows only.
 
 Protocol (``family_split``): all rows of a dataset (Table 3 and Table 4 jobs alike) are grouped

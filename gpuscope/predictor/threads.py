@@ -2,8 +2,7 @@
 
 The GNN's operations are small (≤ 100 nodes per graph, hidden 64), so they are latency-bound:
 on a shared 2-core machine, two OpenMP threads per op spend most of their time waiting for
-each other (measured here: 3 training epochs of a small dataset took 33 s with 2 threads and
-1.8 s with 1 thread under a load average of 8). Training and inference therefore run with one
+each other (CHANGELOG.md has the timing). Training and inference therefore run with one
 intra-op thread by default; ``threads=None`` leaves torch's setting alone.
 """
 

@@ -21,7 +21,7 @@ cifar10} and 3 generative models × mnist, × {sgd, adam} × {8, 16, 32, 64} × 
 Runs are recorded in ``<out>/ledger.sqlite`` after their trace is in place, so a campaign is
 resumable and a kill (even SIGKILL) loses at most the run in flight.
 
-Issue 18: a campaign holds the runs folder's lock (``ledger.campaign_lock``), opens the ledger
+A campaign holds the runs folder's lock (``ledger.campaign_lock``), opens the ledger
 for its device and provenance (another device's folder is refused), re-runs ``error`` runs
 with ``retry_errors``, and aborts with one line when the environment is broken: the first
 :data:`ENV_FAILURE_RUNS` runs all failing with the same error before training a step (a bad
@@ -71,7 +71,7 @@ class Campaign:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-#: Most jobs a campaign matrix may expand to (issue 18: no size can exhaust memory).
+#: Most jobs a campaign matrix may expand to (no size may exhaust memory).
 MAX_CAMPAIGN_JOBS: int = 100_000
 
 
@@ -89,7 +89,7 @@ def _list(where: str, key: str, v: Any, typ: type) -> list[Any]:
 
 def _positive(where: str, key: str, v: Any, integer: bool = False) -> Any:
     ok = isinstance(v, int) if integer else isinstance(v, (int, float))
-    if isinstance(v, bool) or not ok or not 0 < v < math.inf:  # nan, inf refused (issue 18)
+    if isinstance(v, bool) or not ok or not 0 < v < math.inf:  # nan, inf refused
         raise InputError(f"{where}: {key} must be a positive {'integer' if integer else 'number'}, got {v!r}")
     return v
 

@@ -95,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _sigterm_as_interrupt() -> None:
     """SIGTERM of the campaign unwinds like Ctrl-C, so the running job's process group is
-    killed on the way out (issue 18; SIGKILL is covered by the job's parent-death signal)."""
+    killed on the way out (SIGKILL is covered by the job's parent-death signal)."""
     import signal
     import threading
 
@@ -107,7 +107,7 @@ def _sigterm_as_interrupt() -> None:
 
 
 def _busy_summary(out: Path) -> dict[str, Any]:
-    """Runs of the folder recorded on a busy host (issue 18), for the campaign summary."""
+    """Runs of the folder recorded on a busy host, for the campaign summary."""
     from gpuscope.profiling.ledger import Ledger
 
     with Ledger(out / "ledger.sqlite") as ledger:

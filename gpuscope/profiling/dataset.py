@@ -7,7 +7,7 @@ matrices per workload, one dataset per device; design.md, Datasets).
 ``MANIFEST.md`` (hardware, host, versions, date, counts by status, provenance, notes), and
 optionally raw ``traces/``. Measured and emulated runs are never mixed in one dataset.
 
-Issue 18: runs are keyed by ``(device, provenance, run_id)`` across ``--runs`` folders, so a
+Runs are keyed by ``(device, provenance, run_id)`` across ``--runs`` folders, so a
 second folder of another device reaches the one-device check instead of being dropped as a
 repeat; the same run in two folders keeps the first (counted in the manifest as
 ``duplicate_runs``). The folder is written atomically: built in a hidden temp sibling, then
@@ -267,7 +267,7 @@ def build_dataset(
 
 def _check_target(out: Path, device: str, provenance: str) -> None:
     """An existing ``out`` is replaced only when it is empty or a dataset of ``device`` and
-    ``provenance`` (issue 18), else one :class:`InputError` line."""
+    ``provenance``, else one :class:`InputError` line."""
     if out.exists() and not out.is_dir():
         raise InputError(f"dataset folder {out} is a file; refusing to overwrite it")
     if not out.is_dir() or not any(out.iterdir()):

@@ -4,7 +4,7 @@ Per resource r present in the trace:
 
 * the samples are split into *burst* and *idle* (``method``):
 
-  - ``peakband`` (default; issue 11 item 6): a series with one level (the k-means centres
+  - ``peakband`` (default): a series with one level (the k-means centres
     less than ``MIN_GAP_FRACTION`` of capacity apart, as for ``kmeans``) is all burst (all
     idle at zero), one with two (centres more than twice that apart) is cut at a band of
     thresholds, and between the two the labels are blended linearly in the gap
@@ -17,7 +17,7 @@ Per resource r present in the trace:
     "burst" and "idle" with the sensor noise. (k-means on three levels -- start-up and
     checkpoint at 0, training at 39-44 %, evaluation and autotuning above -- has two stable
     splits, and two noise seeds of the same run picked different ones: the label noise floor
-    missed its target on emulator 2.2.) The band sits below the evaluation level of a job
+    missed its target.) The band sits below the evaluation level of a job
     (0.6-0.85 x training in the emulator) so that the steady state's levels are rarely in it;
   - ``kmeans`` (seed 001 §3.1, paper-literal): k-means with k=2 (the higher centre is
     burst; two centres less than ``MIN_GAP_FRACTION`` of capacity apart are one level);
@@ -32,7 +32,7 @@ Per resource r present in the trace:
   resource's samples in the run's steady state (:func:`steady_state_mask`: from the first
   sample at which device memory reaches 90 % of its maximum -- the training footprint is
   allocated during the first step -- to the end; the whole run when the trace has no memory
-  series). Issue 11: seed 001's "mean of the samples above 90 % of capacity, 0 when there are
+  series). Seed 001's "mean of the samples above 90 % of capacity, 0 when there are
   none" is discontinuous at 90 % (a run at 89 % labels 0, one at 91 % labels 91) and counts
   start-up bursts, so two runs of the same job could get labels 90 points apart; the
   quantile is continuous in the samples, ignores the start-up and isolated spikes, and
@@ -92,7 +92,7 @@ def burst_mask(x: np.ndarray, method: str = "kmeans", min_gap: float = 0.0) -> n
     k-means: k=2 on the 1-D values, initialised at the min and max (deterministic; one init
     suffices in 1-D), burst = the cluster with the higher centre (:func:`kmeans_threshold`). A constant series has no
     split: all burst when above zero, all idle otherwise; so has a series whose two centres
-    are less than ``min_gap`` apart (issue 11: splitting sensor noise made burst/idle
+    are less than ``min_gap`` apart (splitting sensor noise made burst/idle
     lengths of a flat series random; the labeler passes ``MIN_GAP_FRACTION`` of capacity).
     """
     if method not in METHODS or method == "peakband":
@@ -332,7 +332,7 @@ def labels_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def label_runs(runs_dir: str | Path, method: str = DEFAULT_METHOD,
                progress: bool = True) -> pd.DataFrame:
     """Label every run of ``runs_dir`` (those in its ledger; or its ``traces/*.parquet``).
-    The runs must be of one device and provenance (issue 18; one line otherwise);
+    The runs must be of one device and provenance (one line otherwise);
     ``progress``: a bar on a terminal past 2 s."""
     from tqdm import tqdm
 

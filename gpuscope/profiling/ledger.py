@@ -7,7 +7,7 @@ at most the run in flight, and re-running it skips every recorded run (``run_id`
 seed 001 Fig. 5–7, and count as done (``error`` runs are re-run on request:
 ``done_ids(retry_errors=True)``, ``profile run --retry-errors``).
 
-Issue 18: a run's key is ``(device, provenance, run_id)``. A runs folder is bound to the
+A run's key is ``(device, provenance, run_id)``. A runs folder is bound to the
 device and provenance of the runs it holds (its traces are named ``<run_id>.parquet``), so
 opening it for another device or provenance (``Ledger(path, device=, provenance=)``)
 refuses with one line instead of treating the other device's runs as done. A campaign holds
@@ -56,7 +56,7 @@ LOCK_NAME = ".campaign.lock"
 
 @contextlib.contextmanager
 def campaign_lock(runs_dir: str | Path) -> Iterator[Path]:
-    """Hold an exclusive ``flock`` on ``<runs_dir>/.campaign.lock`` (issue 18): a second
+    """Hold an exclusive ``flock`` on ``<runs_dir>/.campaign.lock``: a second
     campaign in the same folder gets one :class:`InputError` line naming the holder. The
     kernel drops the lock when its holder dies, even by SIGKILL: no stale lock to clean."""
     d = Path(runs_dir)
@@ -83,7 +83,7 @@ class Ledger:
     """SQLite ledger of a runs folder. ``trace_path`` is stored relative to the ledger's
     folder when it lies inside it, so a runs folder can be moved or committed.
 
-    ``device`` / ``provenance``: the campaign about to write here (issue 18). The folder's
+    ``device`` / ``provenance``: the campaign about to write here. The folder's
     recorded runs must be of that device and provenance, else :class:`InputError`;
     ``done_ids`` and ``record`` then work on that key only."""
 

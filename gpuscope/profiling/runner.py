@@ -8,7 +8,7 @@ into a status ``ok | oom | error | timeout`` — an out-of-memory job is a resul
 Fig. 5–7), not a crash. The trace is written atomically, so a killed campaign never leaves a
 half-written file behind.
 
-Issue 18: the job dies with its campaign. It runs in its own process group (a timeout, Ctrl-C
+The job dies with its campaign. It runs in its own process group (a timeout, Ctrl-C
 or SIGTERM kills the whole group) and, on Linux, with a parent-death signal
 (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), so even a SIGKILLed campaign leaves no orphan
 training job behind to slow down the resumed runs. Each run also records how busy the host
@@ -68,7 +68,7 @@ class RunOptions:
         real_data: ``--real-data`` for the entry point (``digits``: real labels, so the loss
             log shows real convergence); None = the synthetic pipeline.
         busy_probe_s: seconds of host CPU sampling before the job starts (0: none); with the
-            run's own samples it gives ``host_busy_frac`` (issue 18).
+            run's own samples it gives ``host_busy_frac``.
         name_override: why ``device_name`` contradicts what NVML reports, when the user kept
             it anyway (``--device-name-override``); recorded in the run's ``device_info``.
     """
@@ -133,7 +133,7 @@ def _die_with_parent(prctl: Any, parent_pid: int) -> None:
 
 def host_busy(cpu_util: Any, proc_cpu_util: Any, before_pct: float | None
               ) -> tuple[float | None, bool]:
-    """(fraction of all cores other processes used, busy flag) of a run (issue 18): the
+    """(fraction of all cores other processes used, busy flag) of a run: the
     larger of the pre-run probe and the run's mean of ``cpu_util - proc_cpu_util`` (system
     CPU minus the job's own process tree, per sample)."""
     vals = []

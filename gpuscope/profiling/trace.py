@@ -51,7 +51,7 @@ class TraceMeta:
         error: last line of the job's error output for non-``ok`` runs ("" otherwise).
         result: the JSON line the workloads entry point printed ({} when none).
         host_busy_frac: fraction of all CPU cores other processes used before or during a
-            measured run (None: not measured, e.g. emulated runs) (issue 18).
+            measured run (None: not measured, e.g. emulated runs).
         host_busy: ``host_busy_frac`` above ``runner.HOST_BUSY_FRAC``: the run's times and
             CPU labels were taken on a busy host.
     """

@@ -129,7 +129,7 @@ def generate(source: str | pd.DataFrame, n_nodes: int, seed: int = 0, arrivals: 
     tj, cat, extra = source_tables(source)
     J = n_jobs or 10 * n_nodes
     classes = np.array(sorted(tj["job_id"].unique()))
-    # issue 18: a per-job DataFrame (~4 kB) and ~256 B per t_jng row (table, merge, Problem)
+    # memory budget: a per-job DataFrame (~4 kB) and ~256 B per t_jng row (table, merge, Problem)
     check_memory(f"an instance of {J} jobs on {n_nodes} nodes",
                  J * (4096 + 256 * len(tj) / max(1, len(classes))))
     pick = classes[rng.integers(0, len(classes), J)]

@@ -71,7 +71,7 @@ class RandomizedGreedy:
     (seed 000 Alg. 1, seed 002 Alg. 1: best of MaxIt_RG constructions by the selection
     proxy), followed by the post-processing of seed 002 §3.3.
 
-    Randomized Greedy's defaults (issue 14, measured on the reference's AlexNet instances):
+    Randomized Greedy's defaults (measured on the reference's AlexNet instances):
     ``n_candidates=1`` (every job takes its best configuration; the randomness is in the job
     order and the best-fit node class) and ``repack=True`` (:func:`.repack.repack`: the
     chosen solution's part-filled nodes are split into exactly-filled smaller VMs, kept when

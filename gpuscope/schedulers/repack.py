@@ -1,5 +1,5 @@
 """Repacking: split a node whose busy GPUs no VM of its GPU type holds exactly into several
-exactly-filled nodes (issue 14, an improvement step of Randomized Greedy and Path Relinking).
+exactly-filled nodes (an improvement step of Randomized Greedy and Path Relinking).
 
 Under the ``largest`` placement rule (the reference's, seed 002 §3.3.1 as the authors' code
 does it) every new node is the largest VM of its GPU type, and later jobs best-fit into it, so

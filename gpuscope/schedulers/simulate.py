@@ -80,7 +80,7 @@ def _relabel(p: Problem, prev: np.ndarray, node: np.ndarray, conf: np.ndarray) -
     return np.where(run, mapping[np.maximum(node, 0)], -1)
 
 
-#: Most periodic rescheduling points a simulation may plan (issue 18: ``--interval 0.001`` on
+#: Most periodic rescheduling points a simulation may plan (``--interval 0.001`` on
 #: jobs of hours would loop for millions of points); ``$GPUSCOPE_MAX_POINTS`` overrides.
 MAX_POINTS: int = 100_000
 

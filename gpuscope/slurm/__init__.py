@@ -1,4 +1,4 @@
-"""gpuscope's cluster engine: plans and profiling campaigns run on a real Slurm (issue 17).
+"""gpuscope's cluster engine: plans and profiling campaigns run on a real Slurm.
 
 Base-level room: imports only ``gpuscope.core.errors``, ``jobs``, ``devices``, ``clusters`` and
 ``paths``, never a stage, so the allocator, mdrl and profiling CLIs can call it lazily.

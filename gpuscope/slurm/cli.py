@@ -1,4 +1,4 @@
-"""``gpuscope slurm up|down|status|submit|collect`` (issue 17)."""
+"""``gpuscope slurm up|down|status|submit|collect``."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the simulator loads only when a subcommand runs
     from gpuscope.specon.simulate import SimConfig
     from gpuscope.specon.traces import JobSpecS
 
-#: Most simulated workers (GPUs); the paper runs 4 or 8 (issue 18: no size exhausts memory).
+#: Most simulated workers (GPUs); the paper runs 4 or 8 (no size may exhaust memory).
 MAX_WORKERS: int = 100_000
 _K8S_CPU = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
 _K8S_MEM = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$")

@@ -2,8 +2,8 @@
 
 p ∈ [0, 1] is training progress. The share of the maximum reduction reached by progress p is
 ``f(p) = (l(0) − l(p)) / (l(0) − l(1)) = p(1 + r) / (1 + r·p)`` with ``r = a/b``, so seed 004's
-Fig. 1 (share reached in the first 20 % of training) fixes ``r = (F − 0.2) / (0.2(1 − F))``
-(spec B3.14): VAE 65 % → r = 6.43, GRU 90 % → 35, Bi-RNN 98 % → 195.
+Fig. 1 (share reached in the first 20 % of training) fixes ``r = (F − 0.2) / (0.2(1 − F))``:
+VAE 65 % → r = 6.43, GRU 90 % → 35, Bi-RNN 98 % → 195.
 
 ``fit`` follows Optimus' estimator (pengyanghua/optimus ``estimator.py``): ``curve_fit`` with
 bounds ≥ 0 and later points weighted more (segment k of 4 gets weight 4^k, given to scipy as
@@ -23,7 +23,7 @@ from gpuscope.core.errors import InputError
 
 
 def r_from_f20(f20: float) -> float:
-    """Spec B3.14: the curvature ratio r = a/b that reaches share ``f20`` at p = 0.2."""
+    """The curvature ratio r = a/b that reaches share ``f20`` at p = 0.2."""
     return (f20 - 0.2) / (0.2 * (1.0 - f20))
 
 
@@ -68,9 +68,9 @@ class LossCurve:
 
 #: Presets for seed 004's workloads (Table II): (l0, l1, f20, sigma). f20 is Fig. 1's value
 #: for VAE/GRU/Bi-RNN; RNN and dynamic RNN have none in the paper and take f20 = 0.87, the
-#: share measured on real data (sklearn digits, spec B3.14). Scales: the VAE's negative ELBO
+#: share measured on real data (sklearn digits). Scales: the VAE's negative ELBO
 #: per MNIST image starts at 784·ln 2 ≈ 543 and ends near 100; cross-entropy starts at ln 10.
-#: Noise: 1.5 % (VAE) and 40 % (cross-entropy tails), measured (spec B3.3).
+#: Noise: 1.5 % (VAE) and 40 % (cross-entropy tails), measured.
 PRESETS: dict[str, tuple[float, float, float, float]] = {
     "vae": (543.0, 105.0, 0.65, 0.015),
     "gru": (2.303, 0.08, 0.90, 0.40),

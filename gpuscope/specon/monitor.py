@@ -5,16 +5,16 @@ monitor computes the growth ``G(t_m) = |E(t_m) - E(t_{m-1})|`` (Eq. 1, line 5) o
 non-migrated container's evaluation function E (its loss) and:
 
 * ``G(t_m) < G(t_{m-1})`` and ``G(t_m) < α`` (a decreasing, small gain): PC → WC, WC → CC
-  (the text; the pseudocode's lines 10–12 repeat PC → WC, a typo, spec B3.1), CC stays CC and
+  (the text; the pseudocode's lines 10–12 repeat PC → WC, a typo), CC stays CC and
   — only in that CC-stays case — a ``Request-Reallocation(w_i, c_j)`` is sent when
-  ``|PC| + |WC| > request_min`` (line 15; spec B3.2: per worker by default, ``request_min = 1``);
+  ``|PC| + |WC| > request_min`` (line 15; our reading: per worker by default, ``request_min = 1``);
 * ``G(t_m) ≥ G(t_{m-1})`` and ``G(t_m) < α``: unchanged (bouncing gains, lines 17–18);
 * ``G(t_m) ≥ α``: back to PC (lines 19–22; the paper writes ``> α``, equality is measure-zero).
 
 So a container needs three decreasing sub-α gains before it asks to move. ``G(t_{m-1})`` is
-+∞ before the first gain (spec B3.4): the first tick only records E.
++∞ before the first gain: the first tick only records E.
 
-How E and G are read (spec B3.3, ``growth`` × ``smoothing``):
+How E and G are read (the paper leaves it open: ``growth`` × ``smoothing``):
 
 * ``absolute``: ``|Ē_m − Ē_{m−1}|`` (the paper's Eq. 1, literal);
 * ``relative-prev``: divided by ``|Ē_{m−1}|``;
@@ -100,7 +100,7 @@ def transition(category: Category, g: float, g_prev: float, alpha: float) -> tup
 def observe(c: Container, e_now: float, t: float, alpha: float, growth_mode: str) -> bool:
     """Feed one observation Ē(t) to a non-migrated container; returns ``wants_request``."""
     if c.e_prev is None or c.e0 is None:
-        c.e0 = c.e_prev = e_now  # first tick: record E only (spec B3.4)
+        c.e0 = c.e_prev = e_now  # first tick: record E only
         return False
     g = growth(e_now, c.e_prev, c.e0, growth_mode)
     c.category, wants = transition(c.category, g, c.g_prev, alpha)

@@ -2,12 +2,12 @@
 
 Algorithm 2 (on ``Request-Reallocation(w_i, c_j)``): every worker scores
 ``S_w = 2·|PC_w| + 1.5·|WC_w| + 1·|CC_w|`` (§VI-A weights; c_j counts on its host as CC unless
-``exclude_self``, spec B3.5); T = the workers with the minimum score. If the host is in T the
+``exclude_self``); T = the workers with the minimum score. If the host is in T the
 container stays; else it moves to T's sole member, or — when |T| > 1 — to the member with the
-lowest resource use R(w, t), ties by fewest active containers, then lowest index (spec B3.7,
-B3.8: one migration). Either way it is marked migrated: Algorithm 2 touches a container once.
+lowest resource use R(w, t), ties by fewest active containers, then lowest index (one
+migration). Either way it is marked migrated: Algorithm 2 touches a container once.
 
-Algorithm 3 (rebalance; spec B3.9 resolution): ``bf = ⌊Σ|w_i| / |W|⌋``; eligible containers are
+Algorithm 3 (rebalance; our reading of the pseudocode): ``bf = ⌊Σ|w_i| / |W|⌋``; eligible containers are
 the migrated, not yet rebalanced ones, ranked by converged duration ``d = t − t_{c_j}``
 (smallest first). Idle workers with ``|w| < bf`` each take the smallest-d eligible container
 (one per worker); with no idle worker, one smallest-d container from a worker outside

@@ -1,4 +1,4 @@
-"""How co-located containers share a worker (seed 004 never says; spec B3.12: pluggable, reported).
+"""How co-located containers share a worker (seed 004 never says: pluggable, reported).
 
 A sharing model maps the models running on one worker to each job's speed as a fraction of
 its solo speed:

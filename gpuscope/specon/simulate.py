@@ -13,7 +13,7 @@ Policies:
   (ties: lowest index); jobs never move;
 * ``specon``: the same initial placement (the paper's ``change_yaml.py`` pins SpeCon's pods to
   DS's nodes), then Algorithm 1 at every tick, Algorithm 2 on each request, Algorithm 3 at
-  every tick and every completion (spec B3.9);
+  every tick and every completion;
 * ``specon-srpt`` (gpuscope's, not the paper's): as ``specon``, but Algorithm 2's destination
   minimises the added completion time predicted from remaining time (``scheduler.
   reallocate_srpt``); the predicted execution time carries a lognormal error ``pred_error``.

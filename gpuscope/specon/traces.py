@@ -6,7 +6,7 @@
   [0, 300] / [0, 600] s on 4 workers (Figs. 6, 7);
 * ``random50``: 50 such jobs uniform in [0, 1200] s on 8 workers (Fig. 12).
 
-Job lengths are not in the paper (spec B3.13). The VAE's solo time is 215 s, calibrated so the
+Job lengths are not in the paper. The VAE's solo time is 215 s, calibrated so the
 default placement reproduces Fig. 5's DS average (275.2 s) under ``ps``. The other models' solo
 times are relative costs — training FLOPs of TensorFlow-Examples' defaults (steps × batch ×
 per-sample forward+backward FLOPs; ``REL_COST``) — times one scale per workload calibrated so
@@ -70,7 +70,7 @@ def make_trace(name: str, seed: int = 0, scale: float | None = None) -> tuple[li
     if name == "fixed-vae20":
         return [JobSpecS(i + 1, "vae", "tensorflow", i * window, s, 30_000) for i in range(n)], workers
     arrivals = np.sort(rng.uniform(0.0, window, n))
-    arrivals -= arrivals[0]  # the makespan counts from the first submission (spec B3.16)
+    arrivals -= arrivals[0]  # the makespan counts from the first submission
     jobs = []
     for i, a in enumerate(arrivals):
         model = str(rng.choice(MODELS)) if multi else "vae"

@@ -77,7 +77,7 @@ def _pipeline(args: argparse.Namespace) -> int:
 
     if args.samples <= 0:
         raise InputError(f"--samples must be > 0, got {args.samples}")
-    if args.samples > MAX_SAMPLES:  # issue 18: no parameter value may hang the command
+    if args.samples > MAX_SAMPLES:  # no parameter value may hang the command
         raise InputError(f"--samples is {args.samples}, over the limit of {MAX_SAMPLES}")
     names = ([n for n, d in DATASETS.items() if n in STORED_SIDE]
              if args.dataset == "all" else [args.dataset])

@@ -1,5 +1,5 @@
-"""A corrector of the emulator on inputs that mean the same thing for every model (issue 13,
-deliverable 6: emulated → measured transfer on Gavel).
+"""A corrector of the emulator on inputs that mean the same thing for every model
+(emulated → measured transfer on Gavel).
 
 ``BreakdownRidge`` predicts ĉ = log(t_measured / t_analytic) from the emulator's own
 *breakdown* of the (job, device) step — shares of the step spent GPU-busy, memory-busy, in

@@ -1,5 +1,4 @@
-"""The shrunk correctors of the emulator's log step time on measured rows (issue 13,
-deliverable 6), split out of ``residual_tl`` (which holds the measured sets and the held-out
+"""The shrunk correctors of the emulator's log step time on measured rows, split out of ``residual_tl`` (which holds the measured sets and the held-out
 protocol). Every corrector predicts ĉ in ``t_step = t_analytic × exp(ĉ)``, is shrunk toward a
 prior (0: the emulator alone) by leave-group-out CV on its training groups only, and is
 clipped to the training corrections' range; see ``residual_tl``'s docstring for the list.

@@ -1,4 +1,4 @@
-"""Transfer learning emulated → measured on Gavel's throughputs (issue 13, deliverable 6).
+"""Transfer learning emulated → measured on Gavel's throughputs.
 
 Gavel (Narayanan et al., OSDI 2020; MIT licence; ``datasets/external/gavel``) measured the
 steps per second of its job types running alone on one K80, P100 and V100. A job's measured

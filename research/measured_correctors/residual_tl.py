@@ -1,9 +1,9 @@
-"""Shrunk corrections of the emulator on measured step times (issue 13, deliverable 6).
+"""Shrunk corrections of the emulator on measured step times.
 
 The learnt part of the measured predictor is a correction ĉ of the emulator's per-step
 estimate, ``t_step = t_analytic × exp(ĉ)``. With a handful of measured models, a free
 correction (the fine-tuned MLP of ``gavel_tl``) does worse on a held-out model than no
-correction at all (Gavel: 112 % vs 60 %). Every corrector here is therefore *shrunk toward a
+correction at all (CHANGELOG.md has the figures). Every corrector here is therefore *shrunk toward a
 prior* — zero (the emulator alone) or what the emulated corpus says — by as much as
 leave-group-out cross-validation on the **training** groups asks for; held-out rows are never
 seen by any choice.

@@ -1,4 +1,4 @@
-"""Provenance of the bundled emulated datasets (issue 11, item 8).
+"""Provenance of the bundled emulated datasets.
 
 A bundle (``datasets/emulated/<device>/``) is only meaningful for the emulator and the graph
 exporter that produced it. ``stamp_manifest`` records both in its ``manifest.json``:

@@ -1,4 +1,4 @@
-"""Emulated vs measured, per model family (issue 11, item 7; ``benchmarks/emulator_fidelity.py``).
+"""Emulated vs measured, per model family (``benchmarks/emulator_fidelity.py``).
 
 Gavel's job types (``datasets/external/gavel``, measured on K80/P100/V100 at 1-8 GPUs) map to
 the faithful PyTorch versions in ``gpuscope.workloads.models.gavel`` (ResNet-50 to the

@@ -1,4 +1,4 @@
-"""Fit the emulator's few free parameters to measured throughputs (issue 4, item 4).
+"""Fit the emulator's few free parameters to measured throughputs.
 
 Two fits, each with few parameters so that they cannot overfit:
 
@@ -10,9 +10,9 @@ Two fits, each with few parameters so that they cannot overfit:
 * ``fit_multi_gpu``: the all-reduce ``overlap`` and ``link_eff`` on log(emulated / measured)
   g-GPU speed-ups (g * t_iter(1) / t_iter(g), Gavel's 1/2/4/8-GPU throughputs);
 * ``fit_arch_winograd``: one architecture's 3x3-convolution speed-up on published device
-  ratios (issue 11: Kepler, ``benchmarks/emulator_kepler_convs.py``).
+  ratios (Kepler, ``benchmarks/emulator_kepler_convs.py``).
 
-Error metric everywhere: median |log(emulated / measured)| (issue 4's target is <= 0.15).
+Error metric everywhere: median |log(emulated / measured)| (target: <= 0.15).
 Also: readers for Gavel's ``simulation_throughputs.json`` and the AlexNet table of the
 GPUScheduler authors (``data_2d10d_filtered.csv``).
 """
@@ -165,7 +165,7 @@ def load_alexnet(path: str | Path) -> pd.DataFrame:
     }).reset_index(drop=True)
 
 
-#: Published single-GPU ResNet-50 v1.5 throughputs (img/s), GPU-bound (DALI), issue 11:
+#: Published single-GPU ResNet-50 v1.5 throughputs (img/s), GPU-bound (DALI):
 #: NVIDIA DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md (NGC
 #: 21.03): DGX-1 V100 16GB AMP 1200; DGX A100 80GB TF32 938, AMP 2470; its inference tables
 #: (batch 256): V100 FP32 1261 / AMP 3382, T4 FP32 415 / AMP 1198. Lambda, "NVIDIA H100
@@ -332,7 +332,7 @@ def fit_arch_winograd(arch: str, errors: Callable[[EmulatorParams], np.ndarray],
                       ) -> EmulatorParams:
     """``arch_winograd[arch]`` (3x3 speed-up on ``arch``, in [1, ``MAX_WINOGRAD``]) minimising
     the mean squared ``errors(params)`` (log(emulated / published) ratios), each candidate
-    first passed through ``refit`` (issue 11, 2.4 candidate "Kepler convolutions": the
+    first passed through ``refit`` (the
     architecture's efficiency refitted on the fit set at that speed-up, so the published
     ratios fit the 3x3 share and the fit set keeps the level)."""
     def with_w(w: float) -> EmulatorParams:

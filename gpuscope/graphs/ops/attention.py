@@ -1,4 +1,4 @@
-"""Scaled dot-product attention as one fused op (issue 11, items 2 Memory and 3 Precision).
+"""Scaled dot-product attention as one fused op (its memory and its precision as the kernel has them).
 
 On the ``meta`` device ``F.scaled_dot_product_attention`` runs its math decomposition
 (``Q K^T``, softmax, dropout, ``P V``), which keeps the ``B x H x S x S`` probabilities and the

@@ -1,4 +1,4 @@
-"""Dropout traced as the GPU runs it (issue 11 item 2, memory).
+"""Dropout traced as the GPU runs it (for the memory model).
 
 ``F.dropout(x, p, training=True)`` dispatches on the tensor's device
 (``aten/src/ATen/native/Dropout.cpp``, ``dropout()``): a CUDA tensor takes the fused

@@ -1,4 +1,4 @@
-"""Recurrent layers as one fused op per layer and direction (issue 11, problem "recurrent layers").
+"""Recurrent layers as one fused op per layer and direction, as cuDNN runs them.
 
 On the ``meta`` device ``nn.LSTM``/``nn.GRU``/``nn.RNN`` decompose into ~10 aten ops per
 timestep (thousands per step for Gavel's LM), where a GPU runs cuDNN: one GEMM for the input

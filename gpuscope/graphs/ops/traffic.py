@@ -9,7 +9,7 @@ rows (or elements) their index selects, fetched in DRAM sectors of ``SECTOR_BYTE
 
 with ``n_idx`` the index's element count, ``s`` the elements one index selects (a row of
 ``embedding``, a slice of ``index_select``, one element of ``gather`` or ``nll_loss``) and
-``e`` the table's element size. Why it matters (issue 11): ``nll_loss_forward`` gathers one
+``e`` the table's element size. Why it matters: ``nll_loss_forward`` gathers one
 log-probability per target, but counted as reading the whole ``(N, C)`` input it made Gavel's
 LM loss (vocabulary 33,278) a 373 MB read, ~7 % of the step on an L4; an embedding's forward
 reads the batch's rows, not the table. Backward kernels that write a full-size gradient

@@ -188,7 +188,7 @@ def load_dataset(path: str | Path) -> PredictorData:
 
         OpVocabulary.load(path / "vocab.json")  # a corrupt one is one line now, not in predict
         vocab_json = (path / "vocab.json").read_text()
-    # Issue 18: every row's device and provenance, never row 0's (one line when mixed).
+    # Every row's device and provenance, never row 0's (one line when mixed).
     device, provenance = check_folder_labels(labels, path)
     check_label_rows(labels, f"dataset {path}")
     encoding = default_encoding(graphs)

@@ -60,7 +60,7 @@ class ModelConfig:
     set2set_steps: int = 3
     #: output indices squashed by a sigmoid (bounded peaks, beyond the seed; () = linear)
     bounded: tuple[int, ...] = ()
-    #: ``set2set`` (seed 001: shared GCN x L + GRU, Set2Set) or ``mean`` (ablation, issue 13:
+    #: ``set2set`` (seed 001: shared GCN x L + GRU, Set2Set) or ``mean`` (ablation:
     #: no message passing, a per-node linear layer and a plain mean over the nodes)
     readout: str = "set2set"
 

@@ -53,7 +53,7 @@ def combine(datasets: list[PredictorData]) -> tuple[PredictorData, torch.Tensor]
         raise InputError("no datasets to combine")
     from gpuscope.core.provenance import one_provenance
 
-    # issue 18: several devices are the point here, several provenances never
+    # several devices are the point here, several provenances never
     one_provenance((d.provenance for d in datasets), "multi-device training")
     graphs: dict[str, Data] = {}
     labels, ctx, dev = [], [], []

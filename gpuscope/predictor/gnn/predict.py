@@ -50,14 +50,14 @@ class Predictor:
             self.add_graphs(graphs)
         self.cache_dir = cache_dir
         if device is not None and not bundle.config.device_dim and device != bundle.device:
-            # issue 18: a one-device model never labels its rows with another device
+            # a one-device model never labels its rows with another device
             raise InputError(f"this checkpoint predicts {bundle.device!r} only; --device "
                              f"{device!r} applies to multi-device checkpoints")
         self.device = device or bundle.device
         if device is not None:
             from gpuscope.cluster.devices import get_device
 
-            get_device(device)  # InputError for an unknown device (issue 18)
+            get_device(device)  # InputError for an unknown device
         self._readouts: dict[str, Tensor] = {}
         self._gstats: dict[str, Tensor] = {}
         self._vocab: OpVocabulary | None = None
@@ -105,7 +105,7 @@ class Predictor:
 
             by_key = {j.graph_key: j for j in jobs}
             data = []
-            # a cold graph cache exports each graph: a bar (terminal only) past 2 s (issue 18)
+            # a cold graph cache exports each graph: a bar (terminal only) past 2 s
             for k in tqdm(todo, desc="graphs", unit="graph", delay=2.0, disable=None):
                 g = self.graphs.get(k)
                 if g is None:

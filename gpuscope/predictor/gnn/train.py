@@ -81,7 +81,7 @@ class TrainConfig:
     graph_stats: bool = True
     bounded_peaks: bool = False
     readout: str = "set2set"
-    #: False: the steps-per-epoch and total-steps entries of u are zeroed (issue 13: a
+    #: False: the steps-per-epoch and total-steps entries of u are zeroed (a
     #: campaign that tunes steps per model leaks the model's speed through them). Combine
     #: with ``exec_per_step`` only where the per-step time dominates the run (it does not in
     #: the 4-second measured CPU epochs, whose start-up is most of the run).

@@ -1,5 +1,5 @@
 """Analytic labels: every target of a run in closed form from the emulator's estimate
-(issue 13, "every target's nMSE within 1.5x of the label noise floor").
+(the goal: every target's nMSE within 1.5x of the label noise floor).
 
 The emulated labels are (almost) deterministic functions of the emulator's ``Estimate`` and
 the job's run length: ``gpuscope.emulator.traces.synth_trace`` lays out start-up, then per

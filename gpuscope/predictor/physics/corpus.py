@@ -1,4 +1,4 @@
-"""A corpus of real architectures for the predictor (issue 13, deliverable 3).
+"""A corpus of real architectures for the predictor.
 
 Architectures: every catalog model (seed 001's CNNs and generative models, Gavel's job types,
 today's transformers and RNNs, whatever ``gpuscope.jobs.spec.MODEL_DATASETS`` holds) plus Hugging

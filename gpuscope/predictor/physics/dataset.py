@@ -145,11 +145,11 @@ def load_physics(paths: Sequence[str | Path], builder: FeatureBuilder | None = N
             provs.append(prov)
             continue
         labels = _read_parquet(corpus)
-        # Issue 18: a dataset folder holds one device and one provenance (every row checked);
+        # A dataset folder holds one device and one provenance (every row checked);
         # several folders make a multi-device model, of one provenance.
         _, prov = check_folder_labels(labels, p)
         check_label_rows(labels, f"dataset {p}")
-        if (p / "vocab.json").is_file():  # a corrupt vocabulary is one line (issue 18)
+        if (p / "vocab.json").is_file():  # a corrupt vocabulary is one line
             from gpuscope.graphs.vocab import OpVocabulary
 
             OpVocabulary.load(p / "vocab.json")
@@ -172,7 +172,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 def from_corpus(df: pd.DataFrame) -> PhysicsData:
     """Rows of a corpus file: label columns + stored feature columns (no graph export)."""
     df = df.copy()
-    # A corpus built before the analytic labels (issue 13) lacks their columns; it labels
+    # A corpus built before the analytic labels lacks their columns; it labels
     # execution time only, whose model reads none of them: 0 as features (``l_*``), NaN as
     # analytic labels (``an_*``). Rebuilding the corpus fills them.
     late = [c for c in (*LABEL_FEATURES, *(f"an_{t}" for t in LABEL_TARGETS)) if c not in df]

@@ -1,4 +1,4 @@
-"""Physics-informed inputs: the emulator's analytic estimate plus graph totals (issue 13).
+"""Physics-informed inputs: the emulator's analytic estimate plus graph totals.
 
 The v2 predictor does not learn a job's cost from scratch: it reads what the analytic device
 model (``gpuscope.emulator.estimate``: a roofline per op, host dispatch and input pipeline,
@@ -149,7 +149,7 @@ def device_features(device: Any) -> dict[str, float]:
 
 def label_features(est: Any, job: JobSpec, device: Any) -> dict[str, float]:
     """``an_<target>`` (label units) and ``l_<target>`` (label space) of the analytic labels
-    of the run as the emulator's traces sample it (issue 13): its sample period, expected
+    of the run as the emulator's traces sample it: its sample period, expected
     stalls and sensor noise."""
     from gpuscope.emulator.params import default_params
     from gpuscope.emulator.traces import PERIOD_S, effective_period
@@ -341,7 +341,7 @@ class FeatureBuilder:
         """One row per (jobs[i], devices[i]): ``FEATURES`` + ``ANALYTIC_COLUMNS``.
 
         ``progress``: a bar on stderr (a terminal only) once the rows take over 2 s — a cold
-        graph cache exports each job's graph here, minutes for a queue (issue 18). Many new
+        graph cache exports each job's graph here, minutes for a queue. Many new
         rows at once get their analytic labels in worker processes (``workers``)."""
         from tqdm.auto import tqdm
 

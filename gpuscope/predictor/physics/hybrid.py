@@ -1,4 +1,4 @@
-"""The physics-informed predictor (issue 13): per target, a correction learnt on top of the
+"""The physics-informed predictor: per target, a correction learnt on top of the
 emulator's analytic estimate, by whichever model wins on held-out model families.
 
 Label spaces (``target_space``):

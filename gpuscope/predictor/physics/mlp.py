@@ -1,4 +1,4 @@
-"""A small multi-output MLP on tabular features with masked targets (issue 13's "MLP on
+"""A small multi-output MLP on tabular features with masked targets (an "MLP on
 totals" and the physics model's fine-tunable variant).
 
 Inputs are standardised on the training rows; each target is standardised too, so one MSE

@@ -129,7 +129,7 @@ class PhysicsPredictor:
 
         get_device(self.device)  # InputError for an unknown device
         trained = [str(d) for d in ckpt.get("devices", [ckpt["device"]])]
-        if str(ckpt["device"]) != "multi" and self.device not in trained:  # issue 18
+        if str(ckpt["device"]) != "multi" and self.device not in trained:
             raise InputError(f"the checkpoint was trained on {', '.join(trained)}, not "
                              f"{self.device!r}; give no --device or a checkpoint of that device")
         self.builder = builder or shared_builder(cache_dir)

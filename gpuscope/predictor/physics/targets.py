@@ -1,4 +1,4 @@
-"""Label spaces of the physics predictor's targets and their analytic estimates (issue 13).
+"""Label spaces of the physics predictor's targets and their analytic estimates.
 
 Split out of ``hybrid`` (which re-exports every name): ``target_space`` of each target,
 encoding labels into it and decoding predictions out of it (peaks clipped to capacity,

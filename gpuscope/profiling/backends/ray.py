@@ -48,7 +48,7 @@ def _task(job: dict[str, Any], opts: dict[str, Any], use_gpu: bool) -> tuple[str
         return meta.to_json(), path.read_bytes()
 
 
-#: Seconds to wait for a TCP connection to a Ray cluster before giving up (issue 18).
+#: Seconds to wait for a TCP connection to a Ray cluster before giving up.
 CONNECT_TIMEOUT_S: float = 10.0
 
 
@@ -79,7 +79,7 @@ def connect_ray(address: str | None, num_gpus: int, device_name: str,
 
     An unreachable or wrong address is one ``InputError`` line: the TCP probe answers in
     :data:`CONNECT_TIMEOUT_S`, and Ray's own retries (about 20 s) print their warnings into a
-    discarded buffer instead of the user's terminal (issue 18)."""
+    discarded buffer instead of the user's terminal."""
     import os
 
     import ray
@@ -142,7 +142,7 @@ def run_campaign_ray(
     counts: Counter[str] = Counter()
     with Ledger(out / "ledger.sqlite") as ledger:
         refs = {remote.remote(j.to_dict(), opts_d, use_gpu): j for j in jobs}
-        check = StartupCheck(len(refs))  # issue 18: a broken environment aborts, one line
+        check = StartupCheck(len(refs))  # a broken environment aborts, one line
         bar = tqdm(total=len(refs), desc="profile (ray)", unit="run", disable=not progress)
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1)

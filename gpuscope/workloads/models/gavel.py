@@ -1,4 +1,4 @@
-"""Gavel's job types in plain PyTorch (issue 11; Narayanan et al., OSDI 2020, Table 2 and
+"""Gavel's job types in plain PyTorch (Narayanan et al., OSDI 2020, Table 2 and
 ``scheduler/job_table.py`` / ``workloads/pytorch/`` of stanford-futuredata/gavel).
 
 Each model follows the code Gavel ran (its measured throughputs are in
