@@ -1,20 +1,22 @@
 """gpuscope's schedulers side by side with the Path Relinking / ANDREAS authors' C++ scheduler
-(ai-sprint-eu-project/GPUScheduler) on identical instances.
+(ai-sprint-eu-project/GPUScheduler on GitHub, where the authors publish it) on identical
+instances.
 
-Builds the C++ from a source folder (a clone; never vendored into gpuscope) in a temporary
-directory, generates the instances with the reference instance generator (AlexNet K80/M60
-tables, J = 10 N jobs), then runs both tools as command-line programs with matched settings:
-event-driven rescheduling, Greedy, RandomGreedy(K) = RG with MaxIt_RG = K, PathRelinking(K) =
-PR with MaxIt_RG = K. Runs are interleaved (C++, gpuscope, C++, gpuscope, ...) so that load
-on a shared machine hits both. Prints per instance and method the total costs and their
-ratio, the wall-time ratio (medians) and the peak RSS of each, then
+Takes the reference's built executable (``--reference-bin``; this script builds nothing and the
+repository holds no recipe for building it), generates the instances with the reference
+instance generator (AlexNet K80/M60 tables, J = 10 N jobs), then runs both tools as
+command-line programs with matched settings: event-driven rescheduling, Greedy,
+RandomGreedy(K) = RG with MaxIt_RG = K, PathRelinking(K) = PR with MaxIt_RG = K. Runs are
+interleaved (reference, gpuscope, reference, gpuscope, ...) so that load on a shared machine
+hits both. Prints per instance and method the total costs and their ratio, the wall-time ratio
+(medians) and the peak RSS of each, then
 
     vs reference: worst cost ratio X (target <= 1.00), N=100 PR wall ratio Y (target <= 1.0)
 
 X is over RG and PR (Greedy's target is |ratio - 1| <= 0.5 %, printed on its own line).
 
-    .venv/bin/python benchmarks/schedulers_vs_reference.py --reference ../shared/reference/gpuscheduler-cpp
-    .venv/bin/python benchmarks/schedulers_vs_reference.py --reference DIR --quick   # N = 10 only
+    .venv/bin/python benchmarks/schedulers_vs_reference.py --reference-bin PATH/TO/main
+    .venv/bin/python benchmarks/schedulers_vs_reference.py --reference-bin PATH --quick   # N = 10 only
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -34,7 +34,7 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 CPP_NAME = {"greedy": "Greedy", "rg": "RandomGreedy", "pr": "PathRelinking"}
-#: (N, instance seed, [(method, iterations)]) — the issue's instances and settings
+#: (N, instance seed, [(method, iterations)]): the instances and settings compared
 FULL = [(10, s, [("greedy", 0), ("rg", 1000), ("pr", 1000)]) for s in (1, 2, 3)] + [
     (50, 1, [("greedy", 0), ("pr", 100)]), (100, 1, [("greedy", 0), ("pr", 100)])]
 
@@ -52,21 +52,6 @@ def timed(cmd: list[str], log: Path) -> tuple[float, float, str]:
         f.seek(max(0, log.stat().st_size - 4000))
         tail = f.read().decode(errors="replace")
     return float(wall), float(kb) / 1024.0, tail
-
-
-def build(src: Path, tmp: Path) -> Path:
-    d = tmp / "gpuscheduler-cpp"
-    shutil.copytree(src, d)
-    for p in [d, *d.rglob("*")]:
-        p.chmod(p.stat().st_mode | stat.S_IWUSR)
-    print(f"building the reference in {d} ...", flush=True)
-    # its Makefile builds into $(PWD)/build: name the folder explicitly
-    r = subprocess.run(["make", "-j2", f"FOLDER={d / 'build'}"], cwd=d, capture_output=True, text=True,
-                       env={**os.environ, "PWD": str(d)})
-    exe = d / "build" / "main"
-    if r.returncode != 0 or not exe.is_file():
-        raise SystemExit(f"reference build failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-    return exe
 
 
 def run_pair(exe: Path, inst: Path, method: str, it: int, repeats: int, seed: int) -> dict:
@@ -100,7 +85,8 @@ def run_pair(exe: Path, inst: Path, method: str, it: int, repeats: int, seed: in
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reference", required=True, help="source folder of the reference C++ (a clone)")
+    ap.add_argument("--reference-bin", required=True,
+                    help="the reference scheduler's built executable (this script builds nothing)")
     ap.add_argument("--generator", default=str(REPO.parent / "shared" / "tools" / "gen_reference_instance.py"),
                     help="the reference instance generator (default ../shared/tools/gen_reference_instance.py)")
     ap.add_argument("--quick", action="store_true", help="N = 10 instances only")
@@ -108,6 +94,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1, help="method seed of both tools")
     ap.add_argument("--out", help="also write the table as CSV here")
     a = ap.parse_args()
+    exe = Path(a.reference_bin).resolve()
+    if not exe.is_file() or not os.access(exe, os.X_OK):
+        raise SystemExit(f"--reference-bin {a.reference_bin}: not an executable file")
     if not Path(a.generator).is_file():
         raise SystemExit(f"instance generator {a.generator} not found (give --generator)")
     env_pp = os.environ.get("PYTHONPATH", "")
@@ -117,7 +106,6 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="gpuscope-vs-ref-") as td:
         tmp = Path(td)
-        exe = build(Path(a.reference).resolve(), tmp)
         for n, s, methods in grid:
             inst = tmp / f"N{n}_s{s}"
             subprocess.run([sys.executable, a.generator, str(inst), str(n), "--seed", str(s)],
