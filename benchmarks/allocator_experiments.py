@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/allocator_experiments.py [--model-dir datasets/checkpoints]
         [--truth datasets/emulated] [--gavel datasets/external/gavel] [--gavel-only]
 
-Writes docs/tables/allocator_*.md and docs/figures/allocator_*.png:
+Writes results/tables/allocator_*.md and results/figures/allocator_*.png:
 
 * allocator_table9.md — Tables 8/9/14: six jobs one minute apart, scores, allocation, JCT;
 * allocator_table4_seed.md — Tables 10–20 on one gtx1080, rtx2070, titanx (FIFO and SJF for
@@ -60,8 +60,8 @@ def main() -> int:
     ap.add_argument("--model-dir", default=str(ROOT / "datasets" / "checkpoints"))
     ap.add_argument("--truth", default=str(ROOT / "datasets" / "emulated"))
     ap.add_argument("--gavel", default=str(gavel_dir()))
-    ap.add_argument("--tables", default=str(ROOT / "docs" / "tables"))
-    ap.add_argument("--figures", default=str(ROOT / "docs" / "figures"))
+    ap.add_argument("--tables", default=str(ROOT / "results" / "tables"))
+    ap.add_argument("--figures", default=str(ROOT / "results" / "figures"))
     ap.add_argument("--gavel-only", action="store_true")
     a = ap.parse_args()
     if Path(a.gavel).is_dir():

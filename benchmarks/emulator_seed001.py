@@ -8,7 +8,7 @@
    as campaigns/emulated-table3.toml) that fit on all three machines; the paper: the GTX 1080
    has the highest average execution time, the Titan X the lowest (``fig7_means``).
 Usage: python benchmarks/emulator_seed001.py [--figures] (graphs from the graph cache;
-emulated figures; --figures also writes docs/figures/emulator_trace_{gtx1080,rtx2070}.png).
+emulated figures; --figures also writes results/figures/emulator_trace_{gtx1080,rtx2070}.png).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def fig7_order_holds(means: dict[str, float]) -> bool:
 
 def main() -> None:
     if "--figures" in sys.argv:
-        trace_figures(Path("docs/figures"))
+        trace_figures(Path("results/figures"))
     p, cache = default_params(), GraphCache()
     devs = [get_device(d) for d in MACHINES]
     print("Table 1 (VGG, ImageNet, batch 32, SGD): GPU util %, memory MB -- emulated [paper]")

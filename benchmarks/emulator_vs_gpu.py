@@ -20,7 +20,7 @@ The runs are emulated on the measured host (16-core VM, 4 DataLoader workers: th
 
 Prints one line per family (fit or held out), the precision speed-ups, the runs, and the
 summary line; ``--fit`` refits the modern era and writes it to ``calibration.json``;
-``--write`` writes ``docs/tables/h100_check.csv`` and ``docs/figures/h100_emulated_vs_measured.png``.
+``--write`` writes ``results/tables/h100_check.csv`` and ``results/figures/h100_emulated_vs_measured.png``.
 
     python benchmarks/emulator_vs_gpu.py [--fit] [--write]
 """
@@ -225,9 +225,9 @@ def main() -> int:
     if a.write:
         cols = ["job", "family", "precision", "step_s", "emu_step_s", "mem_reserved_mb",
                 "emu_mem_mb", "log_step", "log_mem"]
-        (ROOT / "docs/tables").mkdir(exist_ok=True)
-        steps[cols].to_csv(ROOT / "docs/tables/h100_check.csv", index=False, float_format="%.5g")
-        _plot(steps, ROOT / "docs/figures/h100_emulated_vs_measured.png")
+        (ROOT / "results/tables").mkdir(exist_ok=True)
+        steps[cols].to_csv(ROOT / "results/tables/h100_check.csv", index=False, float_format="%.5g")
+        _plot(steps, ROOT / "results/figures/h100_emulated_vs_measured.png")
     print(f"gpu check (h100, measured): emulator step median |log ratio| {step_err:.3f} "
           f"(worst family {worst} {fam.loc[worst, 'step']:.3f}; target 0.15), memory "
           f"{mem_err:.3f}; real runs exec MAPE emulator {100 * runs['err_emu'].mean():.1f} %, "

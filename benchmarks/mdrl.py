@@ -1,7 +1,7 @@
 """Seed 003 (mDRL) targets: DQN vs the Naïve readings vs a clairvoyant oracle.
 
     .venv/bin/python benchmarks/mdrl.py [--quick] [--episodes 1000] [--test-episodes 100]
-        [--seeds 5] [--iats 0,6,24] [--no-extensions] [--figure docs/figures/mdrl_learning_curve.png]
+        [--seeds 5] [--iats 0,6,24] [--no-extensions] [--figure results/figures/mdrl_learning_curve.png]
 
 Everything is emulated (a simulation of the GIST AI-X partitions, Table 2 limits as
 durations) except the Gavel extension's arrivals (measured trace). For each mean
@@ -186,7 +186,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--iats", default="0,6,24")
     ap.add_argument("--no-extensions", action="store_true")
-    ap.add_argument("--figure", default=str(ROOT / "docs" / "figures" / "mdrl_learning_curve.png"))
+    ap.add_argument("--figure", default=str(ROOT / "results" / "figures" / "mdrl_learning_curve.png"))
     args = ap.parse_args()
     if args.quick:
         args.episodes, args.seeds, args.test_episodes, args.iats = 300, 2, 30, "6"

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/predictor_goals.py [--devices titanx,gtx1080,h100]
         [--gnn-device titanx | --gnn-device ""] [--seeds 0,1,2] [--corpus datasets/corpus]
-        [--skip-gavel] [--skip-speed] [--only-measured] [--out docs/figures]
+        [--skip-gavel] [--skip-speed] [--only-measured] [--out results/figures]
 
 1. Ablation on leave-family-out splits of the emulated bundles (``datasets/emulated/<dev>``),
    every candidate on the same splits, seeds given, mean ± 95 % interval: analytic estimate
@@ -10,7 +10,7 @@
    (shipped), and on ``--gnn-device`` the Driple GNN with a mean readout and with message
    passing + Set2Set (vocabulary refitted on the training graphs of each split).
 2. Label noise floor: per target, the physics model's held-out nMSE against 1.5 × the
-   emulator's label noise floor (``docs/figures/emulator_noise_floor.csv`` when present, else
+   emulator's label noise floor (``results/figures/emulator_noise_floor.csv`` when present, else
    ``research.noise_floor`` on the ok runs of every device, mean over the devices as the
    physics figure is); then against the floor in the predictor's own space
    (``noise.split_noise_floor``: a second trace seed's labels scored on the same splits, rows
@@ -100,7 +100,7 @@ def main() -> int:
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--only-measured", action="store_true",
                     help="only the measured section (the bundles still feed its source prior)")
-    ap.add_argument("--out", default=str(ROOT / "docs" / "figures"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "figures"))
     a = ap.parse_args()
     import pandas as pd
 
@@ -177,7 +177,7 @@ def main() -> int:
                   f"{best_other.loc[b, metric] - g.loc['gnn', metric]:+.4g} (positive = GNN "
                   "better); mean readout "
                   f"{g.loc['gnn-mean', metric]:.4g}")
-    nf = ROOT / "docs" / "figures" / "emulator_noise_floor.csv"
+    nf = ROOT / "results" / "figures" / "emulator_noise_floor.csv"
     per = phys[[f"nmse_{t}" for t in targets]].mean().rename(lambda c: c[5:])
     second: dict[str, pd.DataFrame] = {}  # seed-1 labels per device, relabelled once
     if not nf.is_file() and datas:

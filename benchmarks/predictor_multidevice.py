@@ -10,7 +10,7 @@ predicts D's test rows and D's unseen (Table 4) rows; the per-device reference i
 trained here on D's own training split with the same recipe (the bundled D.pt are physics
 checkpoints). Both are scored in D's own min-max label space. The per-device
 model *has* seen D's training rows; the multi-device model has never seen D.
-Writes docs/figures/predictor_multidevice.csv.
+Writes results/figures/predictor_multidevice.csv.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def main() -> int:
                      "multi_mape": r["mape_exec_pct"], "per_device_mape": r["per_device_mape"],
                      "multi_train_s": r["seconds"]})
     df = pd.DataFrame(rows)
-    out = ROOT / "docs" / "figures" / "predictor_multidevice.csv"
+    out = ROOT / "results" / "figures" / "predictor_multidevice.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(out, index=False)
     pd.set_option("display.width", 200)

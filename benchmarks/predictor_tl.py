@@ -8,7 +8,7 @@ log execution time: the loss the model is trained on) per device, trained from s
 fine-tuned (all weights) from the source device's model, and their sum.
 Curve: validation loss on the curve device against the fraction of its training split used
 (the validation split is always the full one), without and with TL.
-Writes docs/figures/predictor_tl.csv and docs/figures/predictor_tl.png. Emulated datasets.
+Writes results/figures/predictor_tl.csv and results/figures/predictor_tl.png. Emulated datasets.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-FIG = ROOT / "docs" / "figures"
+FIG = ROOT / "results" / "figures"
 
 
 def _cfg(a: dict, fraction: float = 1.0):

@@ -6,12 +6,12 @@ PR vs EDF 23–97 % on average (seed 002 §4.3), RG vs first-principle methods 3
 Full grid (N = 10, 20, 50, 100; three instance seeds; exponential, high, low):
 
     .venv/bin/python benchmarks/schedulers_costs.py --nodes 10 20 50 100 --seeds 0 1 2 \\
-        --arrivals exponential high low --out docs/schedulers_costs_full.csv
+        --arrivals exponential high low --out results/schedulers_costs_full.csv
 
-The committed tables (docs/schedulers_costs.csv, docs/schedulers_costs_andreas.csv) are the
+The committed tables (results/schedulers_costs.csv, results/schedulers_costs_andreas.csv) are the
 grid stated in docs/schedulers.md; print their tables without rerunning:
 
-    .venv/bin/python benchmarks/schedulers_costs.py --table docs/schedulers_costs.csv
+    .venv/bin/python benchmarks/schedulers_costs.py --table results/schedulers_costs.csv
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def main() -> None:
     ap.add_argument("--source", default="alexnet")
     ap.add_argument("--methods", nargs="+", default=[*METHODS, PR_EQ1],
                     help=f"default: all of {', '.join(METHODS)} and {PR_EQ1} (paper-literal PR)")
-    ap.add_argument("--out", default="docs/schedulers_costs.csv")
+    ap.add_argument("--out", default="results/schedulers_costs.csv")
     ap.add_argument("--table", nargs="+", default=None,
                     help="only print the tables of these CSVs (concatenated), run nothing")
     args = ap.parse_args()

@@ -56,8 +56,8 @@ def scaling(source: str) -> None:
            title=f"one step, N = 100 ({source}, emulated)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig("docs/figures/schedulers_step_time.png", dpi=120)
-    print("figure: docs/figures/schedulers_step_time.png")
+    fig.savefig("results/figures/schedulers_step_time.png", dpi=120)
+    print("figure: results/figures/schedulers_step_time.png")
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Seed 004 (SpeCon) in gpuscope's co-location simulator: reproduction table, Table III grid,
 gpuscope's ``specon-srpt`` variant. Everything here is emulated (simulated co-location).
 
-    .venv/bin/python benchmarks/specon.py [--seeds 20] [-o docs/tables/specon.md]
+    .venv/bin/python benchmarks/specon.py [--seeds 20] [-o results/tables/specon.md]
 
 Per sharing model (``ps``, ``power`` β = 1.3, ``measured-pairs`` on Gavel's V100 pairs), over
 ``--seeds`` seeds (mean ± 95 % t-interval), α = 0.01 and 30 s, growth relative to the initial

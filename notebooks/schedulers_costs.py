@@ -4,7 +4,7 @@
 # Runs top to bottom as a plain script: `.venv/bin/python notebooks/schedulers_costs.py`.
 # 1. the example instance in the reference folder format, every method;
 # 2. one generated AlexNet instance (seed 002 §4.1), per-job timeline and per-slot costs;
-# 3. the committed cost-reduction table (docs/schedulers_costs.csv, written by
+# 3. the committed cost-reduction table (results/schedulers_costs.csv, written by
 #    benchmarks/schedulers_costs.py) against the seeds' reported reductions.
 # All results are `emulated`: online simulations over measured t_jng tables.
 
@@ -51,7 +51,7 @@ print(res["pr"].slots.head(5).to_string(index=False))
 # ## 3. Cost reduction (seed 002 Eq. 3) on the committed grid
 
 # %%
-table = ROOT / "docs" / "schedulers_costs.csv"
+table = ROOT / "results" / "schedulers_costs.csv"
 if table.is_file():
     runs = pd.read_csv(table)
     print(f"grid: N = {sorted(runs.N.unique())}, seeds {sorted(runs.seed.unique())}, "
