@@ -1,5 +1,5 @@
 """Kepler convolutions against published K40c vs GTX 1080 times
-(docs/emulator.md, "Kepler convolutions").
+(CHANGELOG.md, "2.4 candidate: Kepler convolutions").
 
 Source: jcjohnson/cnn-benchmarks, README.md at commit 0367b1f5aaec73271be733bc342babe0f4060c7b
 (https://github.com/jcjohnson/cnn-benchmarks): Torch, cuDNN 5.0.05, CUDA 8.0 RC, batch 16,

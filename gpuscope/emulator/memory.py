@@ -62,7 +62,7 @@ VIEW_OPS = frozenset({
 #: * a layer norm's saved statistics (FP32 mean and inverse std per row, rows taken as the
 #:   output's numel over its last dimension): its backward reads the input and these, not the
 #:   output (``native_layer_norm_backward``'s schema). Batch norm's backward does not read its
-#:   output either, but it keeps its output-sized entry here: see docs/emulator.md
+#:   output either, but it keeps its output-sized entry here: see CHANGELOG.md
 #:   ("Liveness memory on the H100 check", batch norm) for why that is not changed.
 UNSIZED_OUTPUTS: dict[str, tuple[str, bool, Callable[[OpNode], float]]] = {
     "native_dropout": ("native_dropout_backward", False, lambda n: float(n.numel)),

@@ -47,7 +47,7 @@ the GPU (``launch``) and overlap with it, so they are not charged twice.
 forward, one backward, as FlashAttention/the memory-efficient kernel run it) is a GEMM-class
 kernel: its FLOPs are ``torch.utils.flop_counter``'s (backward includes the recomputed
 ``Q K^T``), a causal node's scaled by the fraction of score tiles the kernel visits
-(``aten_ops.causal_fraction``, 128-row tiles), its traffic ``q, k, v``, output, logsumexp
+(``graphs.ops.aten.causal_fraction``, 128-row tiles), its traffic ``q, k, v``, output, logsumexp
 (and mask), ``O(B H S d)``, not the ``S x S`` probabilities.
 
 ``peak_i`` by precision (``JobSpec.precision``; ``fp32`` when the job has none):

@@ -25,8 +25,8 @@ that: during the trace the forward of every ``nn.LSTM``/``GRU``/``RNN`` is repla
 FLOPs (``recurrent_flops``; the dense part equals what ``torch.utils.flop_counter`` counts
 for the decomposition): a recurrence over T steps, batch B, hidden H, G gates (LSTM 4,
 GRU 3, RNN 1) costs ``2 T B H (G H)`` in its GEMMs, forward and backward-data alike, plus
-``aten_ops.RNN_POINTWISE[cell]`` FLOPs per step, sample and hidden unit (sigmoid/tanh 4,
-add/mul 1, the ``aten_ops`` constants). With the input projection (``2 T B I G H``, and twice that in
+``graphs.ops.aten.RNN_POINTWISE[cell]`` FLOPs per step, sample and hidden unit (sigmoid/tanh 4,
+add/mul 1, the ``graphs.ops.aten`` constants). With the input projection (``2 T B I G H``, and twice that in
 backward) a layer totals ``2 T B (I + H) G H`` forward and about twice that backward.
 
 Cells (``nn.LSTMCell``/``GRUCell``/``RNNCell``, one call per timestep, e.g. A3C's) become the

@@ -55,7 +55,7 @@ FINETUNE_MODES: tuple[str, ...] = ("all", "head")
 
 #: Default fixed number of shared-GCN steps L. Seed 001 applies the shared layer N/2 times
 #: (``steps=None``; ≈ 50 on K = 100 groups), but on titanx L = 8 reached a lower validation
-#: loss (0.0157 vs 0.0178 at 40 epochs) at ~5× less CPU per epoch (docs/predictor.md).
+#: loss (0.0157 vs 0.0178 at 40 epochs) at ~5× less CPU per epoch (CHANGELOG.md, "Driple GNN results").
 DEFAULT_STEPS: int = 8
 
 
