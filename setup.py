@@ -19,10 +19,9 @@ ROOT = Path(__file__).resolve().parent
 DATASETS = ROOT / "datasets"
 #: Top-level entries of ``datasets/`` that ship; a user's own folders there (corpora, new
 #: campaigns) do not.
-SHIPPED = ("devices.toml", "cluster-*.toml", "campaigns", "checkpoints", "emulated", "measured",
-           "external")
+SHIPPED = ("devices.toml", "cluster-*.toml", "campaigns", "checkpoints", "emulated", "measured")
 #: File kinds that ship from those entries.
-SUFFIXES = {".toml", ".json", ".parquet", ".pt", ".md", ".csv", ".trace", ""}
+SUFFIXES = {".toml", ".json", ".parquet", ".pt", ".md", ".csv", ""}
 
 
 def bundled_files() -> list[Path]:

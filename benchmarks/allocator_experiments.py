@@ -1,7 +1,7 @@
 """Reproduce seed 001's allocation experiments and write the committed tables and figures.
 
     .venv/bin/python benchmarks/allocator_experiments.py [--model-dir datasets/checkpoints]
-        [--truth datasets/emulated] [--gavel datasets/external/gavel] [--gavel-only]
+        [--truth datasets/emulated] [--gavel ../shared/data/gavel] [--gavel-only]
 
 Writes results/tables/allocator_*.md and results/figures/allocator_*.png:
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpuscope.allocator.reproduce import reproduce_gavel, reproduce_seed001  # noqa: E402
-from gpuscope.core.data import gavel_dir  # noqa: E402
+from gpuscope.core.data import external_dir  # noqa: E402
 
 
 def _avg_jct(md: str, label: str) -> float | None:
@@ -59,13 +59,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model-dir", default=str(ROOT / "datasets" / "checkpoints"))
     ap.add_argument("--truth", default=str(ROOT / "datasets" / "emulated"))
-    ap.add_argument("--gavel", default=str(gavel_dir()))
+    ap.add_argument("--gavel", default=str(external_dir() / "gavel"),
+                    help="Gavel's throughputs JSON and traces (default $GPUSCOPE_DATA/gavel or ../shared/data/gavel)")
     ap.add_argument("--tables", default=str(ROOT / "results" / "tables"))
     ap.add_argument("--figures", default=str(ROOT / "results" / "figures"))
     ap.add_argument("--gavel-only", action="store_true")
     a = ap.parse_args()
     if Path(a.gavel).is_dir():
         print(reproduce_gavel(a.gavel, a.tables, a.figures))
+    else:
+        print(f"Gavel's data not found at {a.gavel} (give --gavel or set GPUSCOPE_DATA): "
+              "allocator_gavel.md not written", file=sys.stderr)
     if a.gavel_only:
         return 0
     out = reproduce_seed001(a.model_dir, a.truth, a.tables, a.figures)

@@ -3,7 +3,7 @@
 Usage: ``python benchmarks/allocator_vs_gavel.py [--gavel-dir ../shared/data/gavel]``
 
 Truth: Gavel's measured single-GPU throughputs (``simulation_throughputs.json``, MIT licence,
-read by path from ``--gavel-dir``, default ``/work/shared/data/gavel`` or ``$GAVEL_DATA``);
+read by path from ``--gavel-dir``, default ``$GPUSCOPE_DATA/gavel`` or ``../shared/data/gavel``);
 a job's time on a GPU type = its total steps / that type's steps per second.
 
 * static: 100 single-GPU jobs drawn as Gavel's generator draws them
@@ -29,7 +29,6 @@ The last part times 10,000 jobs × 16 GPU types online (place + simulate) on syn
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -48,6 +47,7 @@ from gpuscope.allocator.policies.makespan import _lp  # noqa: E402
 from gpuscope.allocator.restart import params_of, restart_seconds  # noqa: E402
 from gpuscope.allocator.trace import generate_jobs, read_trace  # noqa: E402
 from gpuscope.allocator.truth_table import gavel_throughputs, truth_rows  # noqa: E402
+from gpuscope.core.data import external_dir  # noqa: E402
 
 H = 3600.0
 #: Gavel (commit c4fa40097339e9608ab71fd64c8bdea96a5e4a4c) on the same jobs: policy ->
@@ -218,8 +218,7 @@ def speed(preempt: bool = False) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gavel-dir", default=os.environ.get("GAVEL_DATA",
-                                                          "/work/shared/data/gavel"))
+    ap.add_argument("--gavel-dir", default=str(external_dir() / "gavel"))
     ap.add_argument("--preempt-speed", action="store_true",
                     help="also time the 10,000-job run with --preempt (slower, no target)")
     ap.add_argument("--speed-only", action="store_true", help="only the speed part")

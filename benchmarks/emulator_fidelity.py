@@ -3,13 +3,13 @@
 Every Gavel job type (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN,
 A3C; gpuscope.workloads.models.gavel) at every batch size on K80/P100/V100 -- absolute steps/s,
 V100/K80 and P100/K80 ratios, 2/4/8-GPU scaling --, the AlexNet tables, ANDREAS's
-data_server.csv (device order) and the measured CPU dataset; a per-family table (fit or held
+jobs (device order) and the measured CPU dataset; a per-family table (fit or held
 out, gpuscope.emulator.calibration.fidelity) and the final line
 ``fidelity: worst held-out family median |log ratio| = X (target 0.15); device order correct P %``.
 
-Prints, for Gavel's measured throughputs (data/gavel/simulation_throughputs.json; K80, P100,
-V100) and the AlexNet table (data/gpuscheduler/data_2d10d_filtered.csv; GTX 1080Ti, M60, K80,
-P600), median |log(emulated / measured)| against the target 0.15, before and after fitting.
+Prints, for Gavel's measured throughputs (``datasets/measured/gavel-throughputs.csv`` and
+``gavel-colocations.csv``; K80, P100, V100) and the AlexNet table
+(``datasets/measured/gpuscheduler-alexnet.csv``; GTX 1080Ti, M60, K80, P600), median |log(emulated / measured)| against the target 0.15, before and after fitting.
 
 Fitting (five parameters, held-out tests): one efficiency per architecture generation (kepler,
 pascal, volta) on ResNet-50 single-GPU throughputs; the DataLoader workers' per-batch hand-off
@@ -20,7 +20,7 @@ Mapping: Gavel "ResNet-50 (batch B)" = catalog resnet50 on ImageNet; every other
 is traced from its faithful PyTorch version in gpuscope.workloads.models.gavel (one trace per
 model, used by the fit and by the tables alike; gpuscope.emulator.calibration.fidelity.gavel_points). Usage:
 
-    python benchmarks/emulator_fidelity.py [--write] [--data datasets/external]
+    python benchmarks/emulator_fidelity.py [--write] [--figure PNG]
 
 ``--write`` stores the fitted parameters in gpuscope/emulator/calibration.json. Provenance of
 every emulated figure: emulated; of every reference figure: measured (by Gavel's and the
@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.cluster.devices import get_device
-from gpuscope.core.data import data_dir
+from gpuscope.core.data import gavel_throughputs, measured_table
 from gpuscope.emulator.calibration.fidelity import FIT_FAMILIES, colocation_points
 from gpuscope.emulator.calibration.fidelity import family_of as family
 from gpuscope.emulator.calibration.fit import (
@@ -167,13 +167,13 @@ def report(name: str, err: np.ndarray) -> str:
     return f"{name:<48} n={err.size:3d}  median|log|={m:.3f}  target {TARGET} ({m / TARGET:.2f}x)"
 
 
-def andreas_order(path: Path) -> tuple[int, int]:
-    """ANDREAS's data_server.csv: TESLA vs TURING execution time of the same job (1 GPU). The
+def andreas_order() -> tuple[int, int]:
+    """ANDREAS's jobs (``datasets/measured/andreas-jobs.csv``): TESLA vs TURING execution time of the same job (1 GPU). The
     GPU models are not named; the check is the order only, mapping TESLA -> v100 and
     TURING -> t4 (assumed). Returns (agreeing, total) job pairs, with the emulator ranking
     a compute-bound job by device peak throughput x architecture efficiency."""
-    d = pd.read_csv(path)
-    d = d[d.GpuNumber == 1].pivot_table(index="Jobs", columns="GpuType", values="ExecutionTime")
+    d = measured_table("andreas-jobs")
+    d = d[d.n_gpus == 1].pivot_table(index="job", columns="gpu_type", values="exec_time_s")
 
     p = default_params()
     v, t = get_device("v100"), get_device("t4")
@@ -194,7 +194,7 @@ def family_points(gavel: pd.DataFrame, cache: GraphCache) -> tuple[list[Point], 
 
 
 def families(points: tuple[list[Point], list[Point]], cache: GraphCache, alex: pd.DataFrame,
-             params: EmulatorParams, data: Path) -> None:
+             params: EmulatorParams) -> None:
     """The per-family table and the final line (see the module docstring)."""
     from gpuscope.emulator.calibration.fidelity import comparisons, family_table, order_agreement
 
@@ -220,8 +220,8 @@ def families(points: tuple[list[Point], list[Point]], cache: GraphCache, alex: p
           "multi-GPU scaling, all), device order correct ==")
     print("fit families:", "; ".join(f"{k}: {v}" for k, v in FIT_FAMILIES.items()))
     print(table.round(3).to_string(index=False))
-    agree, n = andreas_order(data / "gpuscheduler" / "data_server.csv")
-    print(f"ANDREAS data_server.csv (TESLA->v100, TURING->t4 assumed): device order agrees on "
+    agree, n = andreas_order()
+    print(f"ANDREAS jobs (TESLA->v100, TURING->t4 assumed): device order agrees on "
           f"{agree}/{n} jobs")
     held = table[table.fit == "held out"]
     worst = held.loc[held.median_abs_log.idxmax()]
@@ -232,13 +232,11 @@ def families(points: tuple[list[Point], list[Point]], cache: GraphCache, alex: p
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(data_dir()))
     ap.add_argument("--write", action="store_true", help="write gpuscope/emulator/calibration.json")
     ap.add_argument("--figure", default=None, help="write a PNG of emulated vs measured steps/s")
     args = ap.parse_args()
-    data = Path(args.data)
     cache = GraphCache()
-    gavel = load_gavel(data / "gavel" / "simulation_throughputs.json")
+    gavel = load_gavel()
     # one trace per Gavel model (gpuscope.workloads.models.gavel), for the fit and the tables
     fam_points = family_points(gavel, cache)
     single = [p for p in fam_points[0] if family(p.label) in FIT_FAMILIES]
@@ -268,7 +266,7 @@ def main() -> None:
     r50_64 = next(p.cost for p in r50 if p.label == "ResNet-50-b64")
     fitted = fit_published(r50_64, fitted)  # tensor cores, Turing/Ampere/Hopper
     # time-sliced contexts: on the fit families' identical-pair colocations (fidelity.py)
-    raw = json.loads((data / "gavel" / "simulation_throughputs.json").read_text())
+    raw = gavel_throughputs()
     pairs = colocation_points(raw, fam_points[0])
     pairs_fit = [p for p in pairs if family(p.label) in FIT_FAMILIES]
     pairs_held = [p for p in pairs if p not in pairs_fit]
@@ -289,7 +287,7 @@ def main() -> None:
         print(report("Gavel ResNet-18 2/4/8-GPU scaling (held out)", log_errors(m18, prm, "speedup")))
         print(report("Gavel ResNet-18/50 identical-pair colocation (fit set)", colocation_errors(pairs_fit, prm)))
         print(report("Gavel other identical-pair colocations (held out)", colocation_errors(pairs_held, prm)))
-        al = alexnet_table(load_alexnet(data / "gpuscheduler" / "data_2d10d_filtered.csv"), cache, prm)
+        al = alexnet_table(load_alexnet(), cache, prm)
         nref = al[al.device != "gtx1080ti"]
         print(report("AlexNet device ratios vs GTX 1080Ti (held out)", nref.log_err_ratio.to_numpy()))
         print(report("AlexNet absolute exec time (held out)", al.log_err_abs.to_numpy()))
@@ -304,8 +302,7 @@ def main() -> None:
                               "ResNet-18 K80/V100 (held out)": r18_test}, prior, fitted)
     print("\n== measured datasets (datasets/measured/) ==")
     measured_calibration(Path(__file__).resolve().parents[1] / "datasets" / "measured", cache, fitted)
-    families(fam_points, cache, load_alexnet(data / "gpuscheduler" / "data_2d10d_filtered.csv"),
-             fitted, data)
+    families(fam_points, cache, load_alexnet(), fitted)
     if args.write:
         old = json.loads(CALIBRATION_FILE.read_text()).get("provenance", "")
         eras = old[old.find("; host_eras."):] if "; host_eras." in old else ""

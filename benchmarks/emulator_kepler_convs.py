@@ -24,14 +24,12 @@ import argparse
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
 from gpuscope.cluster.devices import DeviceSpec, get_device
-from gpuscope.core.data import data_dir
 from gpuscope.emulator.calibration.fit import Point, fit_arch_eff, fit_arch_winograd, load_gavel
 from gpuscope.emulator.params import EmulatorParams, default_params
 from gpuscope.emulator.perf import GraphCost, kernel_times
@@ -137,10 +135,10 @@ def ratio_errors(costs: dict[str, GraphCost], params: EmulatorParams) -> np.ndar
                             / (PUBLISHED_MS[n][1] / PUBLISHED_MS[n][0])) for n, c in costs.items()])
 
 
-def kepler_refit(data: Path) -> Callable[[EmulatorParams], EmulatorParams]:
+def kepler_refit() -> Callable[[EmulatorParams], EmulatorParams]:
     """``params`` with ``arch_eff["kepler"]`` refitted on Gavel's ResNet-50 K80 steps/s from
     the same prior ``benchmarks/emulator_fidelity.py`` fits it from (the fit set)."""
-    gavel = load_gavel(data / "gavel" / "simulation_throughputs.json")
+    gavel = load_gavel()
     gavel = gavel[(gavel.model == "ResNet-50") & (gavel.n_gpus == 1) & (gavel.device == "k80")]
     cache, k80 = GraphCache(), get_device("k80")
     from gpuscope.jobs.spec import JobSpec
@@ -162,11 +160,10 @@ def kepler_refit(data: Path) -> Callable[[EmulatorParams], EmulatorParams]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(data_dir()), help="external data (Gavel) directory")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless calibration.json carries the fitted values (within 1 %%)")
     args = ap.parse_args()
-    refit = kepler_refit(Path(args.data))
+    refit = kepler_refit()
     costs = {n: step_cost(n) for n in MODELS}
     cal = default_params()
     uniform = refit(cal.with_(arch_winograd={k: v for k, v in cal.arch_winograd.items() if k != "kepler"}))

@@ -41,7 +41,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpuscope.cluster.devices import load_catalog, parse_device_list  # noqa: E402
-from gpuscope.core.data import data_dir  # noqa: E402
 from gpuscope.emulator import EmulatorParams, default_params  # noqa: E402
 from gpuscope.emulator.calibration.fidelity import GAVEL_FAMILIES, GavelJob, gavel_cost  # noqa: E402
 from gpuscope.emulator.calibration.fit import load_gavel  # noqa: E402
@@ -65,7 +64,7 @@ def _jobs(cache: GraphCache) -> list[tuple[str, object, GraphCost]]:
             out.append((f"{j.model}/{j.dataset} b{j.batch_size} {j.optimizer}", j, cost))
     # every Gavel job type at every batch size it was measured at (ResNet-50 is the catalog's,
     # already in Table 3)
-    gavel = load_gavel(data_dir() / "gavel" / "simulation_throughputs.json")
+    gavel = load_gavel()
     for fam, b in sorted({(r.model, int(r.batch_size) or 1) for r in gavel.itertuples()}):
         if fam not in GAVEL_FAMILIES or fam == "ResNet-50":
             continue

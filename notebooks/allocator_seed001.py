@@ -24,7 +24,7 @@ from gpuscope.allocator.reproduce import (
 )
 from gpuscope.allocator.truth import truth_steps
 from gpuscope.cluster.counts import ClusterSpec
-from gpuscope.core.data import gavel_dir
+from gpuscope.core.data import external_dir
 
 ROOT = Path(__file__).resolve().parents[1] if "__file__" in globals() else Path.cwd()
 MODELS = Path(os.environ.get("GPUSCOPE_MODEL_DIR", ROOT / "datasets" / "checkpoints"))
@@ -62,6 +62,6 @@ print(comparison_md(inp, "All but one resource (Tables 19–20)", without))
 # ## Measured ground truth: Gavel's throughputs (execution-time policies only)
 
 # %%
-GAVEL = gavel_dir()
+GAVEL = external_dir() / "gavel"  # Gavel's throughputs JSON and traces, read by path
 if GAVEL.is_dir():
     print(reproduce_gavel(GAVEL, "/tmp/gpuscope-notebook/tables", "/tmp/gpuscope-notebook/fig"))

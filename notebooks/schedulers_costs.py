@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from gpuscope.schedulers import METHODS, load_problem, make_method, simulate
-from gpuscope.schedulers.instances import data_dir, generate
+from gpuscope.schedulers.instances import generate
 from gpuscope.schedulers.reproduce import reductions
 
 pd.set_option("display.width", 160)
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # ## 1. The example instance (3 jobs, 2 nodes, K80/M60 VMs)
 
 # %%
-p = load_problem(data_dir() / "gpuscheduler" / "example-instance")
+p = load_problem(ROOT / "examples" / "reference-instance")
 rows = []
 # "pr" keeps the relinked or the RG solution by the P1a proxy (default); "pr-eq1" is seed
 # 002's Eq. 1 as written, which postpones a job here until it is late

@@ -211,10 +211,10 @@ def test_plateau_episode() -> None:
     assert plateau_episode([0.5] * 100) is None
 
 
-def test_extensions_tjng_and_gavel() -> None:
+def test_extensions_tjng_and_gavel(tmp_path) -> None:
     import pandas as pd
 
-    from gpuscope.mdrl.extensions import GavelEpisodes, TjngDurations
+    from gpuscope.mdrl.extensions import GavelEpisodes, TjngDurations, load_gavel_multi
 
     # two jobs; V100 twice as slow as A100 for every g; 8-GPU l job on A100 = 1 h / 2 h
     rows = [(j, typ, g, base * (2.0 if typ == "v100" else 1.0) * 8 / g, 1.0, "emulated")
@@ -231,7 +231,14 @@ def test_extensions_tjng_and_gavel() -> None:
     assert {round(d) for d, _ in a} == {224, 336}             # capped at the l limit (336 h)
     assert all(d == 336 for d, _ in v)                          # slower: capped
     assert dur(rng, A100, S)[0] <= 72                           # s limit
-    g = GavelEpisodes(A100)
+    # a trace in Gavel's format (7 tab-separated fields): single-GPU jobs are left out
+    gpus = [1, 2, 4, 1, 8, 16, 2, 4, 8, 1]
+    lines = [f"LM (batch size 20)\tcmd\t-n\t1\t1000\t{3600.0 * i:.1f}\t{g}" for i, g in enumerate(gpus)]
+    (tmp_path / "t.trace").write_text("\n".join(lines) + "\n")
+    trace = load_gavel_multi(tmp_path / "t.trace")
+    assert trace["gpus"].tolist() == [2, 4, 8, 16, 2, 4, 8]
+    assert trace["arrival_h"].tolist() == [1.0, 2.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    g = GavelEpisodes(A100, trace=trace)
     ep = g(np.random.default_rng(3))
     assert len(ep.jobs) == 5 and ep.jobs[0].arrival_h == 0.0 and ep.jobs[-1].flavor == F
     assert all(j.flavor in (S, M, L) for j in ep.jobs[:-1]) and "measured" in ep.source

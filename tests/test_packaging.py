@@ -80,7 +80,7 @@ def test_wheel_file_list_has_what_the_defaults_read() -> None:
     missing = [f for f in DEMO_FILES if f not in shipped]
     assert not missing, missing
     # every bundled checkpoint and dataset the predict/allocate defaults may pick ships
-    for sub in ("checkpoints", "emulated", "measured", "external"):
+    for sub in ("checkpoints", "emulated", "measured"):
         tracked = {str(p.relative_to(ROOT / "datasets"))
                    for p in (ROOT / "datasets" / sub).rglob("*") if p.is_file()}
         assert tracked and tracked <= shipped, sorted(tracked - shipped)[:5]

@@ -12,14 +12,12 @@ import pandas as pd
 import pytest
 
 from gpuscope.cli import main
-from gpuscope.core.data import data_dir
 from gpuscope.core.tjng import JOBS_FILE, NODES_FILE, TIMES_FILE
 from gpuscope.schedulers import load_problem, save_problem
 from gpuscope.schedulers.instances import arrival_times, generate
 from gpuscope.schedulers.results import SCHEDULE_COLUMNS
 
-DATA = data_dir()
-EXAMPLE = DATA / "gpuscheduler" / "example-instance"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "reference-instance"
 
 
 def test_example_instance_runs_and_writes_back_unchanged(tmp_path: Path, capsys) -> None:

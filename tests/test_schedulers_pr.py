@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from test_schedulers import small_problem
 
 from gpuscope.cli import main
-from gpuscope.core.data import gpuscheduler_dir
 from gpuscope.core.errors import InputError
 from gpuscope.schedulers import (
     Params,
@@ -27,7 +26,7 @@ from gpuscope.schedulers.instances import generate
 from gpuscope.schedulers.proxies import decision_proxy
 from gpuscope.schedulers.step import StepState, check_decision
 
-EXAMPLE = gpuscheduler_dir() / "example-instance"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "reference-instance"
 
 
 def random_state(p, seed: int) -> StepState:

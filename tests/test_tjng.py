@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpuscope.core.data import gpuscheduler_dir
 from gpuscope.core.errors import InputError
 from gpuscope.core.tjng import (
     JOBS_FILE,
@@ -28,7 +27,7 @@ from gpuscope.core.tjng import (
     write_tjng,
 )
 
-EXAMPLE = gpuscheduler_dir() / "example-instance"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "reference-instance"
 
 
 def _tjng() -> pd.DataFrame:

@@ -11,13 +11,19 @@
 A wheel is checked before the repository because an installed package's parent is
 ``site-packages``, where another distribution's ``datasets`` folder (Hugging Face's) may sit.
 
-**Others' measured data** (Gavel's throughputs and traces, the GPUScheduler authors' tables):
-:func:`data_dir`, ``$GPUSCOPE_DATA`` when set.
+**Others' measured data.** The figures the product needs are the project's own tables in
+``datasets/measured/`` (columns defined there, every row citing its source repository, commit
+and file; ``datasets/measured/README.md``): :func:`measured_table`, and Gavel's throughputs in
+the structure of its ``simulation_throughputs.json`` (:func:`gavel_throughputs`). Anything
+larger (Gavel's job traces, its full co-location matrix) is read by path from
+:func:`external_dir`: ``$GPUSCOPE_DATA`` when set, else ``../shared/data`` next to the
+repository; a missing file is one :class:`InputError` line (:func:`external_path`).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,30 +59,79 @@ def bundled(*parts: str) -> Path:
 GAVEL_DEVICES: tuple[str, ...] = ("k80", "p100", "v100")
 
 
-def data_dir() -> Path:
-    """The external-data folder: ``$GPUSCOPE_DATA`` if set, else ``datasets/external``."""
+#: The repository root in a source checkout; others' larger data resolve from here.
+REPO_ROOT: Path = Path(__file__).resolve().parents[2]
+#: Default folder of others' larger data: ``../shared/data`` next to the repository.
+DEFAULT_EXTERNAL: Path = REPO_ROOT.parent / "shared" / "data"
+
+
+def external_dir() -> Path:
+    """Others' larger data (Gavel's traces, its full throughput file, the GPUScheduler
+    authors' files): ``$GPUSCOPE_DATA`` if set, else :data:`DEFAULT_EXTERNAL`."""
     env = os.environ.get("GPUSCOPE_DATA")
-    return Path(env) if env else bundled("external")
+    return Path(env) if env else DEFAULT_EXTERNAL
+
+
+def external_path(*parts: str, what: str) -> Path:
+    """``external_dir()/parts`` when it exists, else one :class:`InputError` line naming it."""
+    path = external_dir().joinpath(*parts)
+    if not path.exists():
+        raise InputError(f"{what} not found at {path}: give its path, or set GPUSCOPE_DATA to the "
+                         f"folder that holds {parts[0]}/ (default ../shared/data next to the repository)")
+    return path
 
 
 def external_file(path: str | Path) -> Path:
-    """``path`` when it exists, else the file of that bare name in others' measured data
-    (:func:`data_dir`: ``6c71a0.trace``, ``simulation_throughputs.json``), else ``path``
+    """``path`` when it exists, else the file of that bare name in others' data
+    (:func:`external_dir`: ``6c71a0.trace``, ``simulation_throughputs.json``), else ``path``
     as given (its reader names it missing)."""
     p = Path(path)
     if p.exists() or len(p.parts) != 1:
         return p
-    root = data_dir()
+    root = external_dir()
     found = sorted(root.rglob(p.name)) if root.is_dir() else []
     return found[0] if found else p
 
 
-def gavel_dir() -> Path:
-    return data_dir() / "gavel"
+def measured_table(name: str) -> pd.DataFrame:
+    """One of the project's tables of others' measurements, ``datasets/measured/<name>.csv``
+    (columns and sources: ``datasets/measured/README.md``)."""
+    import pandas as pd  # here, not at the top: the path helpers stay light
+
+    path = bundled("measured", f"{name}.csv")
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read the measured table {path}: {e}") from None
 
 
-def gpuscheduler_dir() -> Path:
-    return data_dir() / "gpuscheduler"
+def gavel_throughputs(path: str | Path | None = None) -> dict[str, Any]:
+    """Gavel's measured steps/s as its ``simulation_throughputs.json`` holds them (GPU type ->
+    ``"('job type', n_gpus)"`` -> ``{"null": steps/s alone, "('other job type', 1)": [own,
+    other's steps/s] sharing one GPU}``): the JSON file at ``path``, else built from the
+    project's tables ``gavel-throughputs`` (K80, P100, V100 at 1-8 GPUs) and
+    ``gavel-colocations`` (the single-GPU pairs gpuscope uses), keys in the file's order."""
+    if path is not None:
+        try:
+            data: dict[str, Any] = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            raise InputError(f"cannot read Gavel's throughputs {path}: {e}") from None
+        return data
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    th = measured_table("gavel-throughputs")
+    for dev, jt, n, x in zip(th["device"], th["job_type"], th["n_gpus"], th["steps_per_s"]):
+        out.setdefault(str(dev), {})[repr((str(jt), int(n)))] = {"null": float(x)}
+    co = measured_table("gavel-colocations")
+    for dev, jt, other, x, y in zip(co["device"], co["job_type"], co["co_job_type"],
+                                    co["steps_per_s"], co["co_steps_per_s"]):
+        out[str(dev)][repr((str(jt), 1))][repr((str(other), 1))] = [float(x), float(y)]
+    return out
+
+
+def gavel_trace(name: str = "6c71a0") -> Path:
+    """One of Gavel's MSR job traces, read by path (``gavel/msr-traces-seed0/<name>.trace``
+    under :func:`external_dir`)."""
+    return external_path("gavel", "msr-traces-seed0", f"{name}.trace", what=f"Gavel's trace {name}")
 
 
 def gavel_entries(data: dict[str, Any]) -> Iterator[tuple[str, str, int, dict[str, Any]]]:

@@ -37,6 +37,9 @@ def _env_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arrivals", default="poisson", choices=("poisson", "gavel"),
                    help="poisson (exponential gaps of --iat, default) or the Gavel MSR trace "
                         "(measured arrivals and GPU counts; gpuscope's extension)")
+    p.add_argument("--gavel-trace", default=None,
+                   help="Gavel MSR trace for --arrivals gavel (default: gavel/msr-traces-seed0/"
+                        "6c71a0.trace under $GPUSCOPE_DATA, else ../shared/data)")
     p.add_argument("--state", default="flavor", choices=("paper", "flavor", "full"),
                    help="observation: free GPUs only (paper), + job flavor and queue (flavor, "
                         "default), + release times (full)")
@@ -93,7 +96,7 @@ def _partitions(args: argparse.Namespace) -> tuple[Any, list[Any]]:
 
 def make_env(args: argparse.Namespace, part: Any) -> Any:
     """The partition environment the flags describe."""
-    from gpuscope.mdrl.extensions import GavelEpisodes, TjngDurations
+    from gpuscope.mdrl.extensions import GavelEpisodes, TjngDurations, load_gavel_multi
     from gpuscope.mdrl.simulate import DURATIONS, EpisodeSampler
     from gpuscope.mdrl.train import partition_env
 
@@ -110,7 +113,8 @@ def make_env(args: argparse.Namespace, part: Any) -> Any:
 
         sampler: Any = QueueEpisodes(part, args.queue, durations=dur)
     elif args.arrivals == "gavel":
-        sampler = GavelEpisodes(part, n_jobs=args.jobs, durations=dur)
+        sampler = GavelEpisodes(part, n_jobs=args.jobs, durations=dur,
+                                trace=load_gavel_multi(args.gavel_trace))
     else:
         sampler = EpisodeSampler(part, n_jobs=args.jobs, iat_h=args.iat, durations=dur)
     return partition_env(part, sampler, state=args.state, terminal_bonus=args.terminal_bonus,

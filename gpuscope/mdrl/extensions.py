@@ -76,9 +76,9 @@ class TjngDurations:
 
 def load_gavel_multi(path: str | Path | None = None) -> pd.DataFrame:
     """Multi-GPU jobs of a Gavel MSR trace: ``arrival_h, gpus, job_type`` (2/4/8/16 GPUs)."""
-    from gpuscope.core.data import gavel_dir, read_gavel_trace
+    from gpuscope.core.data import gavel_trace, read_gavel_trace
 
-    p = Path(path) if path else gavel_dir() / "msr-traces-seed0" / "6c71a0.trace"
+    p = Path(path) if path else gavel_trace("6c71a0")
     tr = read_gavel_trace(p)
     tr = tr[tr["gpus"].isin([2, 4, 8, 16])].reset_index(drop=True)
     return pd.DataFrame({"arrival_h": tr["arrival_s"].astype(float) / 3600.0,

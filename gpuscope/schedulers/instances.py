@@ -1,15 +1,15 @@
 """Instance generation (seed 002 §4.1) over any t_jng source.
 
-Sources (all ``measured`` data of others, ``datasets/external`` or ``$GPUSCOPE_DATA``):
+Sources (all ``measured`` data of others, the project's tables in ``datasets/measured/``):
 
-* ``alexnet``: PyTorch AlexNet classes on K80 and M60, 1–8 GPUs (``data_2d10d_filtered.csv``),
-  priced with seed 002 Table 2's VM catalog (``GPU-cost.csv``, the K80/M60 rows), cost model ``vm``.
+* ``alexnet``: PyTorch AlexNet classes on K80 and M60, 1–8 GPUs (``gpuscheduler-alexnet.csv``),
+  priced with seed 002 Table 2's VM catalog (``gpuscheduler-vm-costs.csv``, the K80/M60 rows), cost model ``vm``.
 * ``andreas``: ANDREAS's LSTM/EfficientNet/ConvolutionNet jobs on TESLA (1–2 GPUs) and TURING
-  (1 GPU) (``data_server.csv``), fixed nodes, half ``TESLA`` with 2 GPUs and half ``TURING``
+  (1 GPU) (``andreas-jobs.csv``), fixed nodes, half ``TESLA`` with 2 GPUs and half ``TURING``
   with 1 (seed 000 §V-B, first scenario), energy cost per busy-GPU count
-  (``GPU-cost_server_4-2.csv``), cost model ``per_gpu_count``.
+  (``andreas-node-costs.csv``), cost model ``per_gpu_count``.
 * ``gavel``: Gavel's measured steps/s on K80, P100, V100 at 1–8 GPUs
-  (``simulation_throughputs.json``). t = total steps / steps per second; each job's total
+  (``gavel-throughputs.csv``). t = total steps / steps per second; each job's total
   steps are drawn so that its 1-GPU V100 time is log-uniform in [1 h, 24 h] (typical
   Philly/Gavel job lengths; the seeds' AlexNet jobs run 7–63 h on a K80). Prices (assumed,
   per GPU-hour, linear in GPUs): K80 0.45, P100 1.46, V100 2.48 $/h.
@@ -26,14 +26,13 @@ d_j = r_j + U(min t_j, 3 min t_j); ω_j ~ U(0.003, 0.015) $/s; ρ = 100, μ = 1,
 from __future__ import annotations
 
 import ast
-import json
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from gpuscope.core.data import data_dir
+from gpuscope.core.data import gavel_throughputs, measured_table
 from gpuscope.core.errors import InputError
 from gpuscope.core.limits import check_memory
 from gpuscope.core.tjng import Instance, read_tjng, tjng_to_instance, validate_tjng
@@ -45,43 +44,38 @@ EPSILON = 0.13
 GAVEL_PRICE = {"k80": 0.45, "p100": 1.46, "v100": 2.48}
 
 
-def _read(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise InputError(f"data file {path} not found (set GPUSCOPE_DATA to the data folder)")
-    return pd.read_csv(path)
-
-
 def source_tables(source: str | pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
     """(class t_jng table, VM catalog or None, extras) of a named source, a t_jng file or a
     t_jng DataFrame. extras: ``cost_model``, ``node_types`` (callable N -> list), ``steps_range``."""
     if isinstance(source, pd.DataFrame):
         return validate_tjng(source), None, {"cost_model": "vm", "app": "tjng"}
-    base = data_dir()
     if source == "alexnet":
-        d = _read(base / "gpuscheduler" / "data_2d10d_filtered.csv")
-        cat = _read(base / "gpuscheduler" / "GPU-cost.csv")
+        d = measured_table("gpuscheduler-alexnet")
+        vm = measured_table("gpuscheduler-vm-costs")
+        cat = pd.DataFrame({"VMtype": vm["vm_type"], "GPUtype": vm["gpu_type"], "nGPUs": vm["n_gpus"],
+                            "cost": vm["cost_per_h"]})
         cat = cat[cat["GPUtype"].isin(["K80", "M60"])].reset_index(drop=True)
-        d = d[d["GpuType"].isin(["K80", "M60"])]
+        d = d[d["gpu_type"].isin(["K80", "M60"])]
         price = cat.groupby(["GPUtype", "nGPUs"])["cost"].min()
-        t = pd.DataFrame({"job_id": d["Jobs"], "node_type": d["GpuType"], "n_gpus": d["GpuNumber"],
-                          "exec_time_s": d["ExecutionTime"], "source": "measured:gpuscheduler/alexnet"})
+        t = pd.DataFrame({"job_id": d["job"], "node_type": d["gpu_type"], "n_gpus": d["n_gpus"],
+                          "exec_time_s": d["exec_time_s"], "source": "measured:gpuscheduler/alexnet"})
         t["cost_per_h"] = [price[(n, g)] if (n, g) in price.index else np.nan
                            for n, g in zip(t.node_type, t.n_gpus)]
         t["cost_per_h"] = t.groupby("node_type")["cost_per_h"].transform(lambda s: s.bfill().ffill())
         return validate_tjng(t), cat, {"cost_model": "vm", "app": "pytorch_alexnet"}
     if source == "andreas":
-        d = _read(base / "gpuscheduler" / "data_server.csv")
-        e = _read(base / "gpuscheduler" / "GPU-cost_server_4-2.csv")
-        price = e.set_index(["GPUtype", "nGPUs"])["cost"]
-        t = pd.DataFrame({"job_id": d["Jobs"], "node_type": d["GpuType"], "n_gpus": d["GpuNumber"],
-                          "exec_time_s": d["ExecutionTime"], "source": "measured:gpuscheduler/andreas"})
+        d = measured_table("andreas-jobs")
+        e = measured_table("andreas-node-costs")
+        price = e.set_index(["gpu_type", "n_gpus"])["cost_per_h"]
+        t = pd.DataFrame({"job_id": d["job"], "node_type": d["gpu_type"], "n_gpus": d["n_gpus"],
+                          "exec_time_s": d["exec_time_s"], "source": "measured:gpuscheduler/andreas"})
         t["cost_per_h"] = [price[(n, g)] for n, g in zip(t.node_type, t.n_gpus)]
         cat = pd.DataFrame({"VMtype": ["TESLAx2", "TURINGx1"], "GPUtype": ["TESLA", "TURING"],
                             "nGPUs": [2, 1], "cost": [np.nan, np.nan]})
         return validate_tjng(t), cat, {"cost_model": "per_gpu_count", "energy": price,
                                        "node_types": lambda n: ["TESLAx2" if i % 2 == 0 else "TURINGx1" for i in range(n)]}
     if source == "gavel":
-        raw = json.loads((base / "gavel" / "simulation_throughputs.json").read_text())
+        raw = gavel_throughputs()
         rows = []
         for gpu in GAVEL_PRICE:
             for k, v in raw[gpu].items():

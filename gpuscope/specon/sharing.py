@@ -6,8 +6,8 @@ its solo speed:
 * ``ps``: processor sharing, each of n jobs runs at 1/n (work-conserving);
 * ``power``: each runs at n^−β (β > 1: total throughput n^(1−β) falls with crowding, the CPU
   thread-oversubscription effect; β = 1 is ``ps``);
-* ``measured-pairs``: Gavel's measured co-location throughputs (``datasets/external/gavel/
-  simulation_throughputs.json``, Narayanan et al. OSDI'20): job j paired with k runs at
+* ``measured-pairs``: Gavel's measured co-location throughputs (the project's table
+  ``datasets/measured/gavel-colocations.csv``, from Narayanan et al. OSDI'20): job j paired with k runs at
   ``s(j|k) = x_j(j,k) / x_j(solo)``. With n > 2 co-runners (Gavel measured pairs only),
   ``speed_j = (2/n) · mean_k s(j|k)``, which is exact for n = 2 and equals 1/n when every pair
   shares evenly. A pair Gavel marks 0 (does not fit) falls back to 1/n. Seed 004's models map
@@ -16,12 +16,11 @@ its solo speed:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from gpuscope.core.data import gavel_dir
+from gpuscope.core.data import gavel_throughputs
 from gpuscope.core.errors import InputError
 
 SHARINGS: tuple[str, ...] = ("ps", "power", "measured-pairs")
@@ -40,11 +39,7 @@ GAVEL_MAP: dict[str, str] = {
 
 @lru_cache(maxsize=4)
 def _gavel(gpu: str) -> dict[str, dict[str, float | list[float]]]:
-    path = gavel_dir() / "simulation_throughputs.json"
-    try:
-        data = json.loads(path.read_text())
-    except OSError as e:
-        raise InputError(f"cannot read Gavel's throughputs {path}: {e.strerror}") from None
+    data = gavel_throughputs()
     if gpu not in data:
         raise InputError(f"Gavel has no GPU {gpu!r}; expected one of {', '.join(data)}")
     return data[gpu]

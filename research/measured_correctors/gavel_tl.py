@@ -1,6 +1,6 @@
 """Transfer learning emulated → measured on Gavel's throughputs.
 
-Gavel (Narayanan et al., OSDI 2020; MIT licence; ``datasets/external/gavel``) measured the
+Gavel (Narayanan et al., OSDI 2020; MIT licence; ``datasets/measured/gavel-throughputs.csv``) measured the
 steps per second of its job types running alone on one K80, P100 and V100. A job's measured
 seconds per step is the inverse; its execution time is total steps × that, so the MAPE of the
 step time *is* the execution-time MAPE of any Gavel job of that type.
@@ -16,7 +16,6 @@ here by ``pretrain`` and fine-tuned with an L2 pull, anchor 1.0) are in
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpuscope.core.data import gavel_dir, gavel_entries, parse_job_type
+from gpuscope.core.data import gavel_entries, gavel_throughputs, parse_job_type
 from gpuscope.core.errors import InputError
 from gpuscope.emulator.calibration.fidelity import GAVEL_FAMILIES, GavelJob, gavel_graph
 from gpuscope.jobs.spec import JobSpec
@@ -34,11 +33,7 @@ from gpuscope.predictor.physics.mlp import MaskedMLP
 
 def load_gavel(path: str | Path | None = None) -> pd.DataFrame:
     """``job_type, family, device, batch_size, step_s`` (measured, one GPU, running alone)."""
-    p = Path(path) if path is not None else gavel_dir() / "simulation_throughputs.json"
-    try:
-        raw = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise InputError(f"cannot read Gavel throughputs {p}: {e}") from None
+    raw = gavel_throughputs(path)
     rows = []
     for dev, jt, n, val in gavel_entries(raw):
         if n != 1 or not val.get("null"):

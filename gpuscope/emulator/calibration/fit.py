@@ -13,13 +13,12 @@ Two fits, each with few parameters so that they cannot overfit:
   ratios (Kepler, ``benchmarks/emulator_kepler_convs.py``).
 
 Error metric everywhere: median |log(emulated / measured)| (target: <= 0.15).
-Also: readers for Gavel's ``simulation_throughputs.json`` and the AlexNet table of the
-GPUScheduler authors (``data_2d10d_filtered.csv``).
+Also: readers for Gavel's throughputs and the GPUScheduler authors' AlexNet table (the
+project's tables in ``datasets/measured/``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,7 +28,7 @@ import pandas as pd
 from scipy.optimize import least_squares, minimize_scalar
 
 from gpuscope.cluster.devices import DeviceSpec
-from gpuscope.core.data import gavel_entries, parse_job_type
+from gpuscope.core.data import gavel_entries, gavel_throughputs, measured_table, parse_job_type
 from gpuscope.core.errors import InputError
 from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import MAX_WINOGRAD, EmulatorParams
@@ -132,13 +131,11 @@ def fit_device(rows: list[tuple[JobSpec, GraphCost, DeviceSpec, float]],
     return with_x(res.x)
 
 
-def load_gavel(path: str | Path) -> pd.DataFrame:
+def load_gavel(path: str | Path | None = None) -> pd.DataFrame:
     """Gavel's isolated throughputs: ``device, job_type, model, batch_size, n_gpus,
-    steps_per_s`` (consolidated placements; zero = did not run, dropped)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror}") from None
+    steps_per_s`` (consolidated placements; zero = did not run, dropped), from a
+    ``simulation_throughputs.json`` at ``path`` or the project's table (``core.data``)."""
+    data = gavel_throughputs(path)
     rows = []
     for dev, job_type, n, val in gavel_entries(data):
         thr = float(val.get("null", 0.0))
@@ -150,18 +147,16 @@ def load_gavel(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def load_alexnet(path: str | Path) -> pd.DataFrame:
-    """AlexNet single-GPU execution times: ``device, epochs, batch_size, images, exec_time_s``
-    with catalog device names."""
+def load_alexnet() -> pd.DataFrame:
+    """AlexNet single-GPU execution times of the GPUScheduler authors' table
+    (``datasets/measured/gpuscheduler-alexnet.csv``): ``device, epochs, batch_size, images,
+    exec_time_s`` with catalog device names."""
     names = {"GTX 1080Ti": "gtx1080ti", "M60": "m60", "K80": "k80", "Quadro P600": "quadro-p600"}
-    try:
-        d = pd.read_csv(path)
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror}") from None
-    d = d[d["GpuNumber"] == 1]
+    d = measured_table("gpuscheduler-alexnet")
+    d = d[d["n_gpus"] == 1]
     return pd.DataFrame({
-        "device": d["GpuType"].map(names), "epochs": d["Epochs"], "batch_size": d["Batchsize"],
-        "images": d["Images"], "exec_time_s": d["ExecutionTime"],
+        "device": d["gpu_type"].map(names), "epochs": d["epochs"], "batch_size": d["batch_size"],
+        "images": d["images"], "exec_time_s": d["exec_time_s"],
     }).reset_index(drop=True)
 
 
