@@ -1,6 +1,6 @@
 """Emulated vs measured, per model family (``benchmarks/emulator_fidelity.py``).
 
-Gavel's job types (``datasets/external/gavel``, measured on K80/P100/V100 at 1-8 GPUs) map to
+Gavel's job types (``datasets/measured/gavel-throughputs.csv``, measured on K80/P100/V100 at 1-8 GPUs) map to
 the faithful PyTorch versions in ``gpuscope.workloads.models.gavel`` (ResNet-50 to the
 catalog's ``resnet50``); per family the benchmark compares absolute single-GPU steps/s, the
 V100/K80 and P100/K80 ratios and the 2/4/8-GPU speed-ups, as log(emulated / measured), and

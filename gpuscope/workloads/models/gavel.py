@@ -2,7 +2,7 @@
 ``scheduler/job_table.py`` / ``workloads/pytorch/`` of stanford-futuredata/gavel).
 
 Each model follows the code Gavel ran (its measured throughputs are in
-``datasets/external/gavel``), with the defaults of the command lines in Gavel's job table:
+``datasets/measured/gavel-throughputs.csv``), with the defaults of the command lines in Gavel's job table:
 
 * ``resnet18``: kuangliu/pytorch-cifar ResNet-18 (BasicBlock [2, 2, 2, 2], 3x3 stem, 10
   classes), CIFAR-10, SGD momentum 0.9 (``image_classification/cifar10``);
