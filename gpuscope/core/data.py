@@ -66,10 +66,16 @@ DEFAULT_EXTERNAL: Path = REPO_ROOT.parent / "shared" / "data"
 
 
 def external_dir() -> Path:
-    """Others' larger data (Gavel's traces, its full throughput file, the GPUScheduler
-    authors' files): ``$GPUSCOPE_DATA`` if set, else :data:`DEFAULT_EXTERNAL`."""
+    """Others' larger data, read by path, never copied (Gavel's traces and throughput file,
+    NeuSight's kernel latencies, ...): ``$GPUSCOPE_DATA`` if set, else :data:`DEFAULT_EXTERNAL`
+    (or ``../../shared/data`` when only that exists: a git worktree one level further down)."""
     env = os.environ.get("GPUSCOPE_DATA")
-    return Path(env) if env else DEFAULT_EXTERNAL
+    if env:
+        return Path(env)
+    for cand in (DEFAULT_EXTERNAL, REPO_ROOT.parent.parent / "shared" / "data"):
+        if cand.is_dir():
+            return cand
+    return DEFAULT_EXTERNAL
 
 
 def external_path(*parts: str, what: str) -> Path:
@@ -166,17 +172,3 @@ def read_gavel_trace(path: str | Path) -> pd.DataFrame:
         return pd.read_csv(path, sep="\t", header=None, names=GAVEL_TRACE_COLUMNS)
     except (OSError, ValueError) as e:
         raise InputError(f"cannot read Gavel trace {path}: {e}") from None
-
-
-def shared_data_dir() -> Path:
-    """Others' measured data read by path, not copied (``../shared/data`` beside the
-    repository, or one level further up from a git worktree): ``$GPUSCOPE_SHARED_DATA`` if set.
-    ``neusight-kernels/`` and ``pytorch-gpu-benchmark/`` live there (their README)."""
-    env = os.environ.get("GPUSCOPE_SHARED_DATA")
-    if env:
-        return Path(env)
-    root = Path(__file__).resolve().parents[2]
-    for cand in (root.parent / "shared" / "data", root.parent.parent / "shared" / "data"):
-        if cand.is_dir():
-            return cand
-    return root.parent / "shared" / "data"

@@ -57,9 +57,9 @@ CORRECTED: frozenset[str] = frozenset({"conv"})
 
 
 def neusight_dir() -> Path:
-    from gpuscope.core.data import shared_data_dir
+    from gpuscope.core.data import external_dir
 
-    return shared_data_dir() / "neusight-kernels"
+    return external_dir() / "neusight-kernels"
 
 
 def read_kernel_table(path: str | Path, ops: Sequence[str] | None = None) -> pd.DataFrame:
