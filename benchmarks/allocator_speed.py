@@ -42,11 +42,11 @@ def bench_allocate(n_jobs: int = 10_000, n_types: int = 16, model_dir: Path = CK
 
         from gpuscope.predictor import load_predictor
 
-        preds = [load_predictor(p) for p in ckpts]
-        for p, pr in zip(ckpts, preds):  # the bundled datasets ship the encoded graphs
-            ds = ROOT / "datasets" / "emulated" / p.stem
-            if (ds / "graphs.parquet").is_file():
-                pr.add_graphs(ds)
+        # the bundled datasets ship the encoded graphs (a GNN checkpoint reuses them)
+        preds = [load_predictor(p, graphs=ROOT / "datasets" / "emulated" / p.stem
+                                if (ROOT / "datasets" / "emulated" / p.stem
+                                    / "graphs.parquet").is_file() else None)
+                 for p in ckpts]
         distinct = list({j.graph_key: j for j in jobs}.values())
         tw = time.perf_counter()
         for pr in preds:  # graphs are encoded and embedded once per graph_key, then cached

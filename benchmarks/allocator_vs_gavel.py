@@ -29,6 +29,7 @@ The last part times 10,000 jobs × 16 GPU types online (place + simulate) on syn
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path

@@ -118,7 +118,7 @@ def run_rows(cache: GraphCache) -> tuple[pd.DataFrame, list[tuple[JobSpec, Graph
 
 
 def run_table(lab: pd.DataFrame, rows: list, p: EmulatorParams) -> pd.DataFrame:
-    from gpuscope.predictor.gnn.predict import load_predictor
+    from gpuscope.predictor import load_predictor
 
     lab = lab.copy()
     lab["emu_exec_s"] = [estimate(j, c, d, p).exec_time_s for j, c, d, _ in rows]

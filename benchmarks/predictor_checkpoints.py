@@ -56,7 +56,7 @@ def physics_one(job: dict) -> dict:
 
 
 def gnn_one(job: dict) -> dict:
-    from gpuscope.predictor import evaluate, fit_predictor, load_dataset, save_checkpoint
+    from gpuscope.predictor.gnn import evaluate, fit_predictor, load_dataset, save_checkpoint
     from gpuscope.predictor.gnn.train import TrainConfig
 
     data = load_dataset(job["dataset"])

@@ -31,7 +31,7 @@ def _cfg(a: dict, fraction: float = 1.0):
 
 
 def run(job: dict) -> dict:
-    from gpuscope.predictor import evaluate, fit_predictor, load_checkpoint, load_dataset
+    from gpuscope.predictor.gnn import evaluate, fit_predictor, load_checkpoint, load_dataset
 
     data = load_dataset(ROOT / "datasets" / "emulated" / job["device"])
     src = load_checkpoint(job["source_ckpt"]) if job["tl"] else None
@@ -61,7 +61,7 @@ def main() -> int:
     import pandas as pd
 
     from gpuscope.core.errors import CheckpointError
-    from gpuscope.predictor import fit_predictor, load_checkpoint, load_dataset, save_checkpoint
+    from gpuscope.predictor.gnn import fit_predictor, load_checkpoint, load_dataset, save_checkpoint
 
     FIG.mkdir(parents=True, exist_ok=True)
     bundled = ROOT / "datasets" / "checkpoints" / f"{a.source}.pt"

@@ -80,7 +80,7 @@ def gnn_candidate(labels: pd.DataFrame, jobs: list[JobSpec], device: str,
                   patience: int = 15) -> Callable[[dict[str, np.ndarray], int], np.ndarray]:
     """An ablation candidate: (split, seed) → predictions of the split's test rows [n × T]."""
     from gpuscope.predictor.gnn.data import PredictorData, contexts_for
-    from gpuscope.predictor.gnn.predict import Predictor
+    from gpuscope.predictor.gnn.predict import GNNPredictor
     from gpuscope.predictor.gnn.train import TrainConfig, fit_predictor
 
     lab = labels.reset_index(drop=True).copy()
@@ -95,7 +95,7 @@ def gnn_candidate(labels: pd.DataFrame, jobs: list[JobSpec], device: str,
                   "unseen": np.zeros(0, dtype=np.int64)}
         res = fit_predictor(data, TrainConfig(seed=seed, epochs=epochs, patience=patience,
                                               readout=readout, progress=False), splits=splits)
-        pred = Predictor(res.bundle, graphs=graphs)
+        pred = GNNPredictor(res.bundle, graphs=graphs)
         y, _ = pred.predict_arrays([jobs[i] for i in sp["test"]])
         return y
 

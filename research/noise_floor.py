@@ -4,7 +4,7 @@ The same jobs on the same device, emulated twice with different trace seeds and 
 same way (``gpuscope.emulator.synth_trace`` → ``gpuscope.profiling.labeling.label_trace``),
 disagree by the trace synthesis's randomness alone: no predictor can beat that disagreement.
 Per target, the floor is the MSE between the two labellings in the plain min-max space of the
-first one (seed 001's metric, as ``v2eval.score_targets``). The ``benchmarks/
+first one (seed 001's metric, as ``evaluation.score``). The ``benchmarks/
 emulator_noise_floor.py`` figure of the emulator stage, when present, takes precedence.
 """
 
@@ -62,7 +62,7 @@ def floor_of_labels(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
         ok = np.isfinite(ya) & np.isfinite(yb) & run_ok
         lo, hi = (ya[ok].min(), ya[ok].max()) if ok.any() else (0.0, 1.0)
         if hi <= lo:
-            from gpuscope.predictor.gnn.scaling import MinMaxLabels
+            from gpuscope.predictor.scaling import MinMaxLabels
 
             hi = lo + MinMaxLabels._fallback_range(t)
         out.append({"target": t, "nmse": float(np.mean(((ya[ok] - yb[ok]) / (hi - lo)) ** 2))
@@ -75,16 +75,17 @@ def split_noise_floor(data: PhysicsData, device: str, seeds: Sequence[int] = (0,
                       other: pd.DataFrame | None = None) -> pd.DataFrame:
     """``seed, target, nmse``: the floor in the space the predictor is scored in.
 
-    ``noise_floor`` normalises by the whole dataset's range; ``v2eval.run_ablation`` scores
+    ``noise_floor`` normalises by the whole dataset's range; ``physics.ablation.run_ablation`` scores
     each leave-family-out split's test rows in the min-max space of that split's training
     rows, which is narrower when a held-out family has the extreme labels (Table 4's AlexNet
     idles 1.2-1.8 s on the CPU, every other family < 0.8 s). Here the labels of a second trace
     seed (``other_seed``; ``other``: those labels when already computed, one row per job of
-    ``data``) are scored as predictions of ``data``'s labels by ``v2eval.score_targets`` on
+    ``data``) are scored as predictions of ``data``'s labels by ``evaluation.score`` on
     the same splits (``family_split`` per seed) and rows (``PhysicsData.Y``: ``ok`` runs): the
     predictor's own metric applied to label noise. ``data``'s labels must be the dataset's
     own trace seed (the bundles use 0)."""
-    from gpuscope.predictor.evaluation import family_split, score_targets
+    from gpuscope.predictor.evaluation import family_split, score
+    from gpuscope.predictor.scaling import MinMaxLabels
 
     y = data.Y()
     lab = other if other is not None else relabel(data.jobs, device, other_seed, builder)
@@ -95,6 +96,6 @@ def split_noise_floor(data: PhysicsData, device: str, seeds: Sequence[int] = (0,
     for s in seeds:
         sp = family_split(data.groups(), int(s))
         fit = np.concatenate([sp["train"], sp["val"]])
-        sc = score_targets(y1[sp["test"]], y[sp["test"]], y[fit], data.targets)
+        sc = score(y1[sp["test"]], y[sp["test"]], MinMaxLabels(data.targets).fit(y[fit]))
         rows += [{"seed": int(s), "target": t, "nmse": sc[f"nmse_{t}"]} for t in data.targets]
     return pd.DataFrame(rows)

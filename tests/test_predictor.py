@@ -12,13 +12,13 @@ from torch_geometric.data import Batch, Data
 
 from gpuscope.core.targets import DRIPLE_TARGETS, TARGETS
 from gpuscope.jobs.spec import MODEL_FAMILY, table_jobs
+from gpuscope.predictor.evaluation import score
 from gpuscope.predictor.gnn.batching import build_inputs, predict_inputs
 from gpuscope.predictor.gnn.losses import masked_bce, masked_mse
-from gpuscope.predictor.gnn.metrics import score
 from gpuscope.predictor.gnn.model import DriplePredictorNet, ModelConfig
-from gpuscope.predictor.gnn.scaling import MinMaxLabels, Standardizer
 from gpuscope.predictor.gnn.splits import make_splits, subsample
 from gpuscope.predictor.gnn.train import TrainConfig, fit_predictor
+from gpuscope.predictor.scaling import MinMaxLabels, Standardizer
 from gpuscope.testing import synthetic_dataset
 
 
@@ -115,7 +115,7 @@ def test_score_matches_hand_computation() -> None:
     lab = MinMaxLabels(("gpu_util_peak", "exec_time_s")).fit(np.array([[0.0, 10], [100, 20]]))
     y = np.array([[50.0, 10.0], [100.0, 20.0]])
     p = np.array([[60.0, 11.0], [100.0, 18.0]])
-    s = score(p, y, lab)
+    s = score(p, y, lab, by="group")
     assert s["nmse_gpu_util"] == pytest.approx((0.1 ** 2) / 2)
     assert s["nmse_exec_time"] == pytest.approx((0.1 ** 2 + 0.2 ** 2) / 2)
     assert s["mape_exec_pct"] == pytest.approx(100 * (0.1 + 0.1) / 2)
@@ -144,7 +144,9 @@ def test_family_split_holds_out_whole_families() -> None:
     fam = lab["model"].map(MODEL_FAMILY)
     seen = set(fam.iloc[p["train"]])
     assert not seen & set(fam.iloc[p["test"]]) and not seen & set(fam.iloc[p["val"]])
-    assert len(p["test"]) >= 0.2 * 432 and len(p["train"]) > 0
+    # 7 Table 3 families in 5 folds (2, 2, 1, 1, 1 families): test and val one fold each
+    assert len(set(fam.iloc[p["test"]])) in (1, 2) and len(set(fam.iloc[p["val"]])) in (1, 2)
+    assert len(p["train"]) + len(p["val"]) + len(p["test"]) == 432
     assert set(lab["split"].iloc[p["unseen"]]) == {"unseen"}
 
 
@@ -252,7 +254,7 @@ def test_exec_time_is_min_max_normalised_in_log_space() -> None:
 
 
 def test_exec_per_step_scales_with_run_length() -> None:
-    from gpuscope.predictor.gnn.predict import Predictor
+    from gpuscope.predictor.gnn.predict import GNNPredictor
 
     d = synthetic_dataset(n_jobs=24, max_nodes=10, unseen=0, noise=0.0, seed=2)
     res = fit_predictor(d, TrainConfig(epochs=3, steps=2, hidden=16, progress=False,
@@ -261,7 +263,7 @@ def test_exec_per_step_scales_with_run_length() -> None:
     from gpuscope.predictor.gnn.data import job_from_row
 
     job = job_from_row(d.labels.iloc[0]).with_(steps_per_epoch=100, job_id="s")
-    p = Predictor(res.bundle, graphs=d.graphs)
+    p = GNNPredictor(res.bundle, graphs=d.graphs)
     short, long = p.predict([job, job.with_(steps_per_epoch=1000, job_id="x")])["exec_time_s"]
     # same graph; the per-step output differs only through the context's step features
     assert long / short > 3
@@ -287,14 +289,14 @@ def test_steps_kept_out_of_u_and_unseen_targets_are_nan() -> None:
     """``steps_in_u=False``: predictions cannot depend on steps per epoch (a leakage
     fix); a target never observed in training (a CPU dataset's GPU targets) is NaN."""
     from gpuscope.predictor.gnn.data import job_from_row
-    from gpuscope.predictor.gnn.predict import Predictor
+    from gpuscope.predictor.gnn.predict import GNNPredictor
 
     d = synthetic_dataset(n_jobs=16, max_nodes=10, unseen=0, noise=0.0, seed=3, gpu=False)
     res = fit_predictor(d, TrainConfig(epochs=2, steps=2, hidden=16, progress=False,
                                        steps_in_u=False))
     assert res.bundle.train["steps_in_u"] is False
     job = job_from_row(d.labels.iloc[0]).with_(steps_per_epoch=100, job_id="a")
-    p = Predictor(res.bundle, graphs=d.graphs)
+    p = GNNPredictor(res.bundle, graphs=d.graphs)
     out = p.predict([job, job.with_(steps_per_epoch=5000, job_id="b")])
     assert out["exec_time_s"].iloc[0] == pytest.approx(out["exec_time_s"].iloc[1], rel=1e-6)
     assert out["gpu_util_peak"].isna().all() and out["cpu_util_peak"].notna().all()

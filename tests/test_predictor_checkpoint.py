@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from gpuscope.core.errors import CheckpointError
 from gpuscope.core.targets import TARGETS
 from gpuscope.jobs.spec import table_jobs
+from gpuscope.predictor.base import PREDICTION_COLUMNS, load_predictor
 from gpuscope.predictor.gnn.baselines import GBTBaseline, row_features
 from gpuscope.predictor.gnn.checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
 from gpuscope.predictor.gnn.evaluation import evaluate
 from gpuscope.predictor.gnn.model import DriplePredictorNet
-from gpuscope.predictor.gnn.predict import Predictor, load_predictor
+from gpuscope.predictor.gnn.predict import GNNPredictor
 from gpuscope.predictor.gnn.splits import make_splits
 from gpuscope.predictor.gnn.train import TrainConfig, fit_predictor
 from gpuscope.testing import synthetic_dataset
@@ -41,10 +43,10 @@ def test_save_load_gives_identical_predictions(tmp_path, data, trained) -> None:
     assert obj["targets"] == list(TARGETS) and obj["device"] == data.device
     assert obj["dataset_fingerprint"] == data.fingerprint and "vocab" in obj
     jobs = _jobs(data)
-    a = Predictor(trained.bundle, graphs=data.graphs).predict(jobs)
+    a = GNNPredictor(trained.bundle, graphs=data.graphs).predict(jobs)
     b = load_predictor(path, graphs=data.graphs).predict(jobs)
-    assert list(a.columns) == ["job_id", "device", *TARGETS, "oom_prob"]
-    assert a.equals(b)
+    assert list(a.columns) == list(PREDICTION_COLUMNS)
+    assert isinstance(a, pd.DataFrame) and a.equals(b)
     assert ((b[list(TARGETS)] >= 0).all().all()) and b["oom_prob"].between(0, 1).all()
     half = load_predictor(save_checkpoint(trained.bundle, tmp_path / "h.pt", half=True),
                           graphs=data.graphs).predict(jobs)
@@ -53,8 +55,8 @@ def test_save_load_gives_identical_predictions(tmp_path, data, trained) -> None:
 
 def test_one_batched_pass_equals_one_job_at_a_time(data, trained) -> None:
     jobs = _jobs(data)[:6]
-    many = Predictor(trained.bundle, graphs=data.graphs).predict(jobs)
-    single = [Predictor(trained.bundle, graphs=data.graphs).predict([j]) for j in jobs]
+    many = GNNPredictor(trained.bundle, graphs=data.graphs).predict(jobs)
+    single = [GNNPredictor(trained.bundle, graphs=data.graphs).predict([j]) for j in jobs]
     for i, s in enumerate(single):
         assert np.allclose(s[list(TARGETS)].to_numpy(), many[list(TARGETS)].iloc[[i]].to_numpy(),
                            rtol=1e-4, atol=1e-6)

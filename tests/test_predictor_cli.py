@@ -13,6 +13,7 @@ from gpuscope.core.targets import DRIPLE_TARGETS, TARGETS
 from gpuscope.graphs import save_encoded
 from gpuscope.jobs.queue import write_queue
 from gpuscope.jobs.spec import table_jobs
+from gpuscope.predictor.base import PREDICTION_COLUMNS
 from gpuscope.predictor.gnn.data import load_dataset
 from gpuscope.testing import synthetic_dataset
 
@@ -55,8 +56,8 @@ def test_train_evaluate_predict(tmp_path, dataset_dir, capsys) -> None:
     assert main(["predict", "--model", str(model), "--jobs", str(queue), "-o", str(pred),
                  "--graphs", str(dataset_dir)]) == 0
     df = pd.read_csv(pred)
-    assert list(df.columns) == ["job_id", "device", *TARGETS, "oom_prob", "device_kind"] \
-        and len(df) == 5 and set(df["device_kind"]) == {"emulated"}
+    assert list(df.columns) == [*PREDICTION_COLUMNS, "device_kind"] and len(df) == 5 \
+        and set(df["device_kind"]) == {"emulated"}
     # transfer learning from the checkpoint, head only
     tl = tmp_path / "tl.pt"
     assert main(["train", "--dataset", str(dataset_dir), "-o", str(tl), *TRAIN,

@@ -13,10 +13,11 @@ import torch
 from sklearn.ensemble import HistGradientBoostingRegressor
 
 from gpuscope.cluster.devices import get_device
+from gpuscope.core.errors import InputError
 from gpuscope.core.targets import TARGETS
 from gpuscope.emulator import estimate
 from gpuscope.jobs.spec import JobSpec
-from gpuscope.predictor.evaluation import ci95, family_split, score_targets
+from gpuscope.predictor.evaluation import ci95, family_folds, family_split, score
 from gpuscope.predictor.physics.dataset import PhysicsData
 from gpuscope.predictor.physics.features import (
     FEATURES,
@@ -33,6 +34,7 @@ from gpuscope.predictor.physics.model import (
     save_physics,
 )
 from gpuscope.predictor.physics.trees import pack_hgb, predict_packed
+from gpuscope.predictor.scaling import MinMaxLabels
 
 MODELS = ("lenet", "resnet20", "trivial", "alexnet")
 
@@ -181,21 +183,39 @@ def test_checkpoint_weights_only_round_trip(builder: FeatureBuilder, tmp_path) -
 
 
 def test_family_split_and_intervals() -> None:
+    """Five families of 10 rows in five folds: test and val one family each, train three;
+    seeds change which, a seed repeats its split; too few families is one clear error."""
     g = np.array(["a"] * 10 + ["b"] * 10 + ["c"] * 10 + ["d"] * 10 + ["e"] * 10)
-    for seed in range(3):
+    tests = set()
+    for seed in range(6):
         sp = family_split(g, seed)
         fams = {k: set(g[v]) for k, v in sp.items()}
+        assert (len(sp["test"]), len(sp["val"]), len(sp["train"])) == (10, 10, 30)
+        assert len(fams["test"]) == len(fams["val"]) == 1 and len(fams["train"]) == 3
         assert not (fams["train"] & fams["test"]) and not (fams["val"] & fams["test"])
-        assert sum(len(v) for v in sp.values()) == len(g)
+        assert sorted(np.concatenate(list(sp.values())).tolist()) == list(range(50))
+        assert all((family_split(g, seed)[k] == v).all() for k, v in sp.items())
+        tests |= fams["test"]
+    assert len(tests) > 1
+    folds = family_folds(g, 3, seed=0)  # 5 families in 3 folds: 2, 2 and 1 of them
+    assert sorted(len(f) for f in folds) == [10, 20, 20]
+    assert family_split(g[:20], 0)["val"].size == 0  # two families: test and train only
+    with pytest.raises(InputError, match="at least 2 families"):
+        family_split(g[:10], 0)
     m, h = ci95([1.0, 2.0, 3.0])
     assert m == 2.0 and h == pytest.approx(4.302653 / math.sqrt(3), rel=1e-5)
 
 
 def test_score_uses_training_ranges() -> None:
     train = np.array([[0.0], [10.0]])
-    s = score_targets(np.array([[6.0]]), np.array([[5.0]]), train, ("exec_time_s",))
+    s = score(np.array([[6.0]]), np.array([[5.0]]), MinMaxLabels(("exec_time_s",)).fit(train))
     assert s["nmse_exec_time_s"] == pytest.approx(0.01)
     assert s["mape_exec_pct"] == pytest.approx(20.0)
+    # a candidate that leaves an observed entry unpredicted gets no overall nMSE (nor R²)
+    both = MinMaxLabels(("gpu_util_peak", "exec_time_s")).fit(np.array([[0.0, 0], [100, 10]]))
+    part = score(np.array([[np.nan, 6.0]]), np.array([[50.0, 5.0]]), both)
+    assert np.isnan(part["nmse"]) and np.isnan(part["r2"])
+    assert part["nmse_exec_time_s"] == pytest.approx(0.01)
 
 
 def test_gavel_rows() -> None:

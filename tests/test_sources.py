@@ -80,7 +80,7 @@ def test_module_round_trip_export_estimate_predict(tmp_path) -> None:
     """A user's module file: export, emulate on a catalog GPU, predict with a checkpoint."""
     from gpuscope.cluster.devices import get_device
     from gpuscope.emulator import estimate
-    from gpuscope.predictor.gnn.predict import load_predictor
+    from gpuscope.predictor import load_predictor
 
     job = _job(_write(tmp_path / "mlp.py", 256), precision="amp-bf16")
     g = export_graph(job)
@@ -91,7 +91,7 @@ def test_module_round_trip_export_estimate_predict(tmp_path) -> None:
 
 
 def test_changed_model_same_file_gets_new_graph_and_prediction(tmp_path) -> None:
-    from gpuscope.predictor.gnn.predict import load_predictor
+    from gpuscope.predictor import load_predictor
 
     path = tmp_path / "net.py"
     small = _job(_write(path, 32))

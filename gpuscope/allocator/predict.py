@@ -10,11 +10,9 @@ distinct graphs, never N×M graph exports.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -87,23 +85,15 @@ def check_checkpoints(model_dir: str | Path | ModelSet, devices: Sequence[str],
     model_set(model_dir).resolve(devices, driple)
 
 
-def _same_vocab(predictor: Any, dataset: Path) -> bool:
-    try:
-        mine = json.loads(predictor.bundle.vocab_json)
-        return mine == json.loads((dataset / "vocab.json").read_text())
-    except (AttributeError, OSError, ValueError):
-        return False
-
-
 def predict_queue(
     jobs: Sequence[JobSpec], devices: Sequence[str], model_dir: str | Path | ModelSet,
     driple: bool = False, datasets: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Predictions of ``jobs`` on every device: ``job_id, device, <targets>, oom_prob``.
+    """Predictions of ``jobs`` on every device (``gpuscope.predictor.PREDICTION_COLUMNS``).
 
     ``datasets`` (e.g. ``datasets/emulated``): where ``<device>/graphs.parquet`` holds encoded
-    graphs; they are reused instead of exporting and encoding the jobs' graphs again, but only
-    when the dataset's op vocabulary is the checkpoint's (the encoding depends on it).
+    graphs; a GNN checkpoint reuses them instead of exporting and encoding the jobs' graphs
+    again, when the dataset's op vocabulary is the checkpoint's (the encoding depends on it).
     """
     where = model_set(model_dir).resolve(devices, driple)
     from gpuscope.predictor import load_predictor  # torch: import lazily
@@ -111,10 +101,9 @@ def predict_queue(
     frames = []
     for d in devices:
         path, device = where[d]
-        predictor = load_predictor(path, device=device)
         ds = Path(datasets) / d if datasets is not None else None
-        if ds is not None and (ds / "graphs.parquet").is_file() and _same_vocab(predictor, ds):
-            predictor.add_graphs(ds)
+        graphs = ds if ds is not None and (ds / "graphs.parquet").is_file() else None
+        predictor = load_predictor(path, device=device, graphs=graphs)
         df = predictor.predict(list(jobs)).copy()
         df["device"] = d  # the checkpoint's device name may be spelled differently
         frames.append(df)
@@ -123,7 +112,7 @@ def predict_queue(
 
 def domain_warning(pred: pd.DataFrame) -> str | None:
     """The predictor's out-of-domain line for a cluster's (job, device) predictions: the
-    allocation then rests on extrapolated times (``physpredict.domain_warning``)."""
-    from gpuscope.predictor.physics.model import domain_warning as warn
+    allocation then rests on extrapolated times (``gpuscope.predictor.domain_warning``)."""
+    from gpuscope.predictor import domain_warning as warn
 
     return warn(pred, what="(job, device) predictions")

@@ -242,75 +242,11 @@ def _evaluate(a: argparse.Namespace) -> int:
         check_output(a.output, [a.dataset, a.model], what="table")
     check_checkpoint_file(a.model)  # both checked before torch loads
     labels_file(a.dataset)
-    from gpuscope.predictor.physics.model import FORMAT_VERSION, read_checkpoint_dict
+    phase(f"scoring {Path(a.model).name} on {_datasets([a.dataset])}", quiet=a.quiet)
+    from gpuscope.predictor.evaluation import evaluate
 
-    if read_checkpoint_dict(a.model).get("format_version") == FORMAT_VERSION:
-        return _evaluate_physics(a)
-    return _evaluate_gnn(a)
-
-
-def _evaluate_physics(a: argparse.Namespace) -> int:
-    import numpy as np
-    import pandas as pd
-
-    from gpuscope.predictor.evaluation import score_targets
-    from gpuscope.predictor.physics.dataset import load_physics
-    from gpuscope.predictor.physics.model import PhysicsPredictor, read_checkpoint_dict
-
-    ck = read_checkpoint_dict(a.model)
-    phase(f"loading {_datasets([a.dataset])}", quiet=a.quiet)
-    data = load_physics([a.dataset], progress=not a.quiet)
-    devs = sorted(set(data.labels["device"].astype(str)))
-    if len(devs) != 1:  # every row is predicted on one device, never row 0's
-        raise InputError(f"{a.dataset}: rows of {len(devs)} devices ({', '.join(devs[:4])}); "
-                         "evaluate one device's dataset at a time")
-    dev = devs[0]
-    pred = PhysicsPredictor(ck, device=dev if ck["device"] == "multi" else None)
-    phase(f"predicting {len(data):,} rows", quiet=a.quiet)
-    y_hat = pred.model.predict(data.frame, data.total_steps())
-    y = data.Y()
-    split = data.labels["split"].astype(str).to_numpy()
-    ref = y[split != "unseen"] if (split != "unseen").any() else y
-    rows = []
-    for name in sorted(set(split)):
-        m = split == name
-        rows.append({"model": f"physics ({ck['device']})", "split": name, "rows": int(m.sum()),
-                     **score_targets(y_hat[m], y[m], ref, data.targets)})
-    table = pd.DataFrame(rows)
-    fams = set(ck["train"].get("families", []))
-    seen = np.isin(data.groups(), list(fams)).mean() if fams else float("nan")
-    print(f"{dev}; physics checkpoint {Path(a.model).name} trained on "
-          f"{', '.join(ck['devices'])} ({ck['train']['rows']} rows); {100 * seen:.0f} % of these "
-          "rows belong to families it was trained on (for held-out figures use "
-          "`gpuscope predictor ablation`); nMSE in the plain min-max space of the non-unseen rows")
-    cols = ["model", "split", "rows", "nmse", "mape_exec_pct"] + \
-        [f"nmse_{t}" for t in data.targets]
-    pd.set_option("display.width", 250)
-    print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    if a.output:
-        write_table(table, a.output, [a.dataset, a.model], what="table")
-    return 0
-
-
-def _evaluate_gnn(a: argparse.Namespace) -> int:
-    from gpuscope.predictor.gnn.checkpoint import load_checkpoint
-    from gpuscope.predictor.gnn.data import load_dataset
-    from gpuscope.predictor.gnn.evaluation import evaluate
-    from gpuscope.predictor.gnn.metrics import format_table
-
-    bundle = load_checkpoint(a.model)
-    if bundle.config.device_dim:
-        raise InputError(f"{a.model} is a multi-device model; evaluate it with "
-                         "benchmarks/predictor_multidevice.py")
-    phase(f"loading {_datasets([a.dataset])}", quiet=a.quiet)
-    data = load_dataset(a.dataset)
-    phase(f"scoring {Path(a.model).name}" + (" and fitting the GBT baseline" if a.baseline
-                                              else ""), quiet=a.quiet)
-    table = evaluate(bundle, data, a.baseline, name=f"gnn-{bundle.target_set}")
-    print(f"{data.device} ({data.provenance}); model {Path(a.model).name} trained on "
-          f"{bundle.device}, split {bundle.split.get('kind', '?')} seed "
-          f"{bundle.split.get('seed', '?')}; nMSE = MSE of min-max normalised labels")
-    print(format_table(table))
+    table = evaluate(a.model, a.dataset, a.baseline, progress=not a.quiet)
+    print(table.attrs["report"])
     if a.output:
         write_table(table, a.output, [a.dataset, a.model], what="table")
     return 0
@@ -331,18 +267,15 @@ def _predict(a: argparse.Namespace) -> int:
     jobs = read_queue(a.jobs)
     check_sources(jobs, a.jobs)  # everything above runs before torch loads
     phase(f"loading {a.model}")
-    from gpuscope.predictor.gnn.predict import load_predictor
-    from gpuscope.predictor.physics.model import domain_warning
+    from gpuscope.predictor.base import domain_warning, load_predictor
 
-    pred = load_predictor(a.model, graphs=a.graphs, device=a.device)
+    pred = load_predictor(a.model, graphs=a.graphs, device=a.device, workers=a.workers)
     phase(f"predicting {len(jobs):,} jobs on {pred.device}")
-    if hasattr(pred, "builder"):  # the physics predictor's feature rows
-        pred.builder.workers = a.workers
     t0 = time.perf_counter()
     df = pred.predict(jobs)
     dt = time.perf_counter() - t0
     out = Path(a.output)
-    kind = _checkpoint_kind(pred)
+    kind = pred.device_kind
     df["device_kind"] = kind  # what the checkpoint's labels were measured on
     write_table(df, out, [a.jobs, a.model, a.graphs], what="predictions")
     sys.stderr.write(f"predicted {len(df)} jobs on {pred.device} in {dt:.2f} s -> {out}\n")
@@ -353,22 +286,11 @@ def _predict(a: argparse.Namespace) -> int:
     note = domain_warning(df)
     if note:
         sys.stderr.write(note + "\n")
-    if "in_domain" in df:
-        n_oom = int(df["oom"].sum())
-        if n_oom:
-            sys.stderr.write(f"{n_oom} of {len(df)} jobs do not fit {pred.device}'s memory "
-                             "(column oom)\n")
+    n_oom = int(df["oom"].sum())
+    if n_oom:
+        sys.stderr.write(f"{n_oom} of {len(df)} jobs do not fit {pred.device}'s memory "
+                         "(column oom)\n")
     return 0
-
-
-def _checkpoint_kind(pred: Any) -> str:
-    """The device kind of a loaded predictor's training labels (column ``device_kind``)."""
-    ck = getattr(pred, "ckpt", None)
-    if isinstance(ck, dict):
-        prov = str(ck.get("provenance", ""))
-        return str(ck.get("device_kind") or ("emulated" if prov == "emulated" else "unknown"))
-    prov = str(getattr(getattr(pred, "bundle", None), "provenance", ""))
-    return "emulated" if prov == "emulated" else "unknown"
 
 
 def _datasets(paths: list[str]) -> str:
@@ -398,7 +320,7 @@ def _corpus(a: argparse.Namespace) -> int:
 def _ablation(a: argparse.Namespace) -> int:
     import pandas as pd
 
-    from gpuscope.predictor.evaluation import run_ablation, summarise
+    from gpuscope.predictor.physics.ablation import run_ablation, summarise
     from gpuscope.predictor.physics.dataset import load_physics
 
     try:

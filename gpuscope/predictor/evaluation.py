@@ -1,96 +1,100 @@
-"""Honest evaluation of the physics predictor: leave-family-out splits, several seeds,
-95 % intervals, per target; every scaler fitted on training rows only.
+"""Honest evaluation for both predictor kinds: leave-family-out splits, one scorer, intervals
+over seeds, and ``evaluate`` (the table of ``gpuscope evaluate``).
 
-Protocol (``family_split``): all rows of a dataset (Table 3 and Table 4 jobs alike) are grouped
-by model family; families are taken in a seeded random order and go to *test* until it holds
-≥ 20 % of the rows, then to *val* until ≥ 20 %, the rest to *train*. A model is fitted on
-train (+ val where it needs no early stopping) and scored on test. Per target: nMSE in the
-plain min-max space of the *training* rows (seed 001's metric) and, for execution time, MAPE.
+**Splits.** ``family_folds`` is the one leave-family-out split: scikit-learn's ``GroupKFold``
+with the families shuffled by a seed, so every fold holds whole families (a model scored on a
+fold never saw one of its families). ``family_split`` views the folds as train / val / test
+(one fold each for test and val, the rest train: 60/20/20 of the families with five folds);
+the physics model's inner model selection uses the folds directly.
+
+**Scorer.** ``score`` compares predictions with labels (label units) of a set of rows in the
+plain min-max space of the *training* rows (``MinMaxLabels.plain``, seed 001's metric):
+
+* normalised MSE per target (``by="target"``: ``nmse_<target>``) or per resource group
+  (``by="group"``: ``nmse_gpu_util``, …, ``nmse_exec_time``: the mean over the group's
+  burst/idle/peak targets), seed 001 Eq. 1 over observed rows;
+* ``nmse``: over all observed entries, only for predictions of every observed entry (a
+  candidate that predicts some targets only gets NaN);
+* ``mape_exec_pct``: mean |ŷ − y| / y of execution time over rows with y > 0, in %;
+* ``r2``: 1 − Σ(ŷ' − y')² / Σ(y' − ȳ')² over all observed normalised entries.
+
 Over seeds: the mean and a 95 % Student-t interval (``ci95``).
-
-Candidates of the ablation (``ABLATION``), all on the same split:
-
-* ``analytic``: the emulator's estimate alone (execution time, and the peak rule on its
-  steady-state utilisations and memory for the four peaks);
-* ``gbt-totals`` / ``mlp-totals``: boosted trees / MLP on graph totals + context + device +
-  run length (no analytic input);
-* ``physics-gbt`` / ``physics-mlp`` / ``physics``: the same learners on the corrections of
-  the analytic estimate, and the shipped per-target choice;
-* ``gnn-mean`` / ``gnn``: the Driple network with a plain mean readout / with message passing
-  and Set2Set (``benchmarks/predictor_goals.py`` runs them; they need encoded graphs).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from gpuscope.predictor.gnn.scaling import MinMaxLabels
-from gpuscope.predictor.physics.dataset import PhysicsData
-from gpuscope.predictor.physics.features import (
-    CONTEXT_FEATURES,
-    DEVICE_FEATURES,
-    GRAPH_FEATURES,
-)
-from gpuscope.predictor.physics.hybrid import HybridModel, analytic_z, decode_targets, has_analytic
-from gpuscope.predictor.physics.mlp import MaskedMLP
+from gpuscope.core.errors import InputError
+from gpuscope.core.targets import RESOURCES
 
-#: Inputs of the non-physics candidates: graph totals, device, context and the job's own run
-#: length. Not ``r_log_epoch_s`` / ``r_log_exec_analytic``: those are the emulator's estimate
-#: (with them "GBT on totals" scored 0.4 % on the corpus, whose labels are that estimate).
-TOTALS: tuple[str, ...] = (GRAPH_FEATURES + DEVICE_FEATURES + CONTEXT_FEATURES
-                           + ("r_log_epochs", "r_log_total_steps"))
-ABLATION: tuple[str, ...] = ("analytic", "gbt-totals", "mlp-totals", "physics-gbt",
-                             "physics-mlp", "physics")
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gpuscope.predictor.scaling import MinMaxLabels
+
+#: Resource groups of ``score(by="group")``: the four resources and execution time.
+GROUPS: tuple[str, ...] = RESOURCES + ("exec_time",)
 
 
-def family_split(groups: np.ndarray, seed: int, test: float = 0.2, val: float = 0.2
-                 ) -> dict[str, np.ndarray]:
-    """Row indices of ``train``, ``val``, ``test`` holding out whole families."""
+def family_folds(groups: np.ndarray, n_folds: int, seed: int) -> list[np.ndarray]:
+    """``n_folds`` disjoint sorted row-index arrays covering every row, each holding whole
+    families (``groups[i]`` is row i's family): ``GroupKFold(shuffle=True)``, seeded."""
+    from sklearn.model_selection import GroupKFold
+
     g = np.asarray(groups).astype(str)
-    fams = sorted(set(g.tolist()))
-    rng = np.random.default_rng(seed)
-    order = [fams[i] for i in rng.permutation(len(fams))]
-    n = len(g)
-    parts: dict[str, list[str]] = {"test": [], "val": [], "train": []}
-    cnt = {"test": 0, "val": 0}
-    for f in order:
-        size = int((g == f).sum())
-        if cnt["test"] < test * n:
-            parts["test"].append(f)
-            cnt["test"] += size
-        elif cnt["val"] < val * n:
-            parts["val"].append(f)
-            cnt["val"] += size
-        else:
-            parts["train"].append(f)
-    if not parts["train"] and parts["val"]:
-        parts["train"].append(parts["val"].pop())
-    return {k: np.flatnonzero(np.isin(g, v)) for k, v in parts.items()}
+    n_groups = len(set(g.tolist()))
+    if n_folds < 2 or n_groups < n_folds:
+        raise InputError(f"a {n_folds}-fold family split needs at least {max(n_folds, 2)} "
+                         f"families, found {n_groups}")
+    kf = GroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    return [np.sort(test) for _, test in kf.split(np.zeros((len(g), 1)), groups=g)]
 
 
-def score_targets(pred: np.ndarray, true: np.ndarray, train_true: np.ndarray,
-                  targets: tuple[str, ...]) -> dict[str, float]:
-    """``nmse_<target>`` (plain min-max of the training rows), ``nmse`` (all entries) and
-    ``mape_exec_pct``."""
+def family_split(groups: np.ndarray, seed: int, folds: int = 5) -> dict[str, np.ndarray]:
+    """Row indices of ``train``, ``val``, ``test`` holding out whole families: one of
+    ``folds`` family folds each for test and val, the rest train (with fewer families than
+    folds, one fold per family; with two families, no val)."""
+    n_groups = len(set(np.asarray(groups).astype(str).tolist()))
+    parts = family_folds(groups, min(folds, n_groups), seed)
+    empty = np.zeros(0, dtype=np.int64)
+    val = parts[1] if len(parts) >= 3 else empty
+    rest = parts[2:] if len(parts) >= 3 else parts[1:]
+    return {"train": np.sort(np.concatenate(rest)), "val": val, "test": parts[0]}
+
+
+def _group(target: str) -> str:
+    return "exec_time" if target == "exec_time_s" else next(
+        r for r in RESOURCES if target.startswith(r + "_")
+        and target[len(r) + 1:] in ("burst_s", "idle_s", "peak"))
+
+
+def score(pred: np.ndarray, true: np.ndarray, ranges: MinMaxLabels, by: str = "target"
+          ) -> dict[str, float]:
+    """The metrics of the module docstring for predictions ``pred`` and labels ``true``
+    [rows × targets of ``ranges``] (NaN: not observed / not predicted); ``ranges`` is the
+    plain min-max normalisation of the training rows (``MinMaxLabels(targets).fit(Y_train)``)."""
+    if by not in ("target", "group"):
+        raise ValueError(f"by must be 'target' or 'group', got {by!r}")
+    targets = tuple(ranges.targets)
+    pred, true = np.asarray(pred, np.float64), np.asarray(true, np.float64)
+    p, t = ranges.plain(pred), ranges.plain(true)
+    obs = np.isfinite(t)
+    sq = np.where(obs & np.isfinite(p), (p - np.nan_to_num(t)) ** 2, np.nan)
     out: dict[str, float] = {}
-    allsq = []
-    for j, t in enumerate(targets):
-        col = train_true[:, j][np.isfinite(train_true[:, j])]
-        lo, hi = (float(col.min()), float(col.max())) if col.size else (0.0, 1.0)
-        if hi <= lo:  # constant on the training rows: one physical unit, as MinMaxLabels
-            hi = lo + MinMaxLabels._fallback_range(t)
-        ok = np.isfinite(true[:, j]) & np.isfinite(pred[:, j])
-        sq = ((pred[ok, j] - true[ok, j]) / (hi - lo)) ** 2
-        out[f"nmse_{t}"] = float(sq.mean()) if sq.size else float("nan")
-        allsq.append(sq)
-    cat = np.concatenate(allsq) if allsq else np.array([])
-    # over all targets only for a candidate that predicts every observed target
-    full = all(np.isfinite(pred[np.isfinite(true[:, j]), j]).all() for j in range(len(targets)))
-    out["nmse"] = float(cat.mean()) if cat.size and full else float("nan")
+    names = targets if by == "target" else GROUPS
+    for name in names:
+        cols = [j for j, tg in enumerate(targets) if (tg if by == "target" else _group(tg))
+                == name]
+        vals = sq[:, cols][np.isfinite(sq[:, cols])] if cols else np.array([])
+        out[f"nmse_{name}"] = float(vals.mean()) if vals.size else float("nan")
+    full = bool(np.isfinite(p[obs]).all())
+    allv = sq[np.isfinite(sq)]
+    out["nmse"] = float(allv.mean()) if allv.size and full else float("nan")
     out["mape_exec_pct"] = float("nan")
     if "exec_time_s" in targets:
         j = targets.index("exec_time_s")
@@ -98,6 +102,9 @@ def score_targets(pred: np.ndarray, true: np.ndarray, train_true: np.ndarray,
         if ok.any():
             out["mape_exec_pct"] = float(100 * np.mean(np.abs(pred[ok, j] - true[ok, j])
                                                        / true[ok, j]))
+    tv = t[obs]
+    denom = float(((tv - tv.mean()) ** 2).sum()) if tv.size else 0.0
+    out["r2"] = 1 - float(allv.sum()) / denom if denom > 0 and full else float("nan")
     return out
 
 
@@ -114,91 +121,21 @@ def ci95(values: list[float] | np.ndarray) -> tuple[float, float]:
     return float(v.mean()), half
 
 
-def fit_candidate(name: str, train: PhysicsData, seed: int) -> Callable[[PhysicsData],
-                                                                         np.ndarray]:
-    """Fit ablation candidate ``name`` on ``train``; returns rows → predictions [n × T]."""
-    tr = train.subset(np.flatnonzero(train.usable()))
-    Y, steps = tr.Y(), tr.total_steps()
-    targets = tr.targets
-    if name == "analytic":
-        cols = [j for j, t in enumerate(targets) if has_analytic(t)]
+def evaluate(model: str | Path, dataset: str | Path, baseline: str | None = None,
+             progress: bool = False) -> pd.DataFrame:
+    """A checkpoint (either kind) scored per split of a dataset folder: one row per
+    ``(model, split)`` with ``rows`` and the ``score`` metrics (per target for a physics
+    checkpoint, per resource group for a GNN; for a GNN, ``baseline="gbt"`` adds the GBT
+    baseline fitted on its training rows; a physics checkpoint's baselines are the ablation's). ``table.attrs["report"]`` holds the text
+    ``gpuscope evaluate`` prints (a header line naming what the figures mean, then the
+    table)."""
+    from gpuscope.predictor.checkpoint import read_checkpoint_dict
+    from gpuscope.predictor.physics.model import FORMAT_VERSION
 
-        def analytic(d: PhysicsData) -> np.ndarray:
-            Z = np.full((len(d), len(targets)), np.nan)
-            for j in cols:
-                Z[:, j] = analytic_z(d.frame, targets[j])
-            return decode_targets(d.frame, Z, targets, d.total_steps())
-        return analytic
-    if name in ("gbt-totals", "mlp-totals"):
-        X = tr.frame[list(TOTALS)].to_numpy(np.float64)
-        Z = np.log1p(np.clip(Y, 0, None))  # every target in log1p space, exec time included
-        # no prediction beyond 10x the largest training label (an MLP extrapolates wildly)
-        zmax = np.array([np.nanmax(c) if np.isfinite(c).any() else 0.0 for c in Z.T]) + \
-            np.log(10.0)
-        if name == "mlp-totals":
-            mlp = MaskedMLP(random_state=seed).fit(X, Z)
-            return lambda d: np.expm1(np.clip(mlp.predict(d.frame[list(TOTALS)].to_numpy(
-                np.float64)), 0, zmax))
-        from sklearn.ensemble import HistGradientBoostingRegressor
-        from threadpoolctl import threadpool_limits
+    if read_checkpoint_dict(model).get("format_version") == FORMAT_VERSION:
+        from gpuscope.predictor.physics.model import evaluate_physics
 
-        models = []
-        with threadpool_limits(1):
-            for j in range(Z.shape[1]):
-                ok = np.isfinite(Z[:, j])
-                models.append(HistGradientBoostingRegressor(
-                    max_iter=200, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=5,
-                    random_state=seed).fit(X[ok], Z[ok, j]) if ok.sum() >= 10 else None)
+        return evaluate_physics(model, dataset, progress)
+    from gpuscope.predictor.gnn.evaluation import evaluate_gnn
 
-        def gbt(d: PhysicsData) -> np.ndarray:
-            Xd = d.frame[list(TOTALS)].to_numpy(np.float64)
-            with threadpool_limits(1):
-                return np.column_stack([np.expm1(np.clip(m.predict(Xd), 0, zmax[j]))
-                                        if m is not None
-                                        else np.full(len(d), np.nan)
-                                        for j, m in enumerate(models)])
-        return gbt
-    kinds = {"physics-gbt": "gbt", "physics-mlp": "mlp", "physics": "auto"}[name]
-    m = HybridModel(targets=targets, kinds=kinds, random_state=seed)
-    m.fit(tr.frame, Y, steps, tr.groups(), tr.oom())
-    return lambda d: m.predict(d.frame, d.total_steps())
-
-
-def run_ablation(data: PhysicsData, seeds: tuple[int, ...] = (0, 1, 2),
-                 models: tuple[str, ...] = ABLATION,
-                 extra: dict[str, Callable[[dict[str, np.ndarray], int], np.ndarray]]
-                 | None = None, progress: bool = False) -> pd.DataFrame:
-    """Long table: one row per (model, seed) with ``score_targets`` of the test families.
-    ``extra`` adds candidates fitted outside this module (the GNNs): name → fn(split, seed)
-    → predictions of ``split["test"]`` [n × T] (a GNN uses ``split["val"]`` for early
-    stopping; the other candidates train on train + val)."""
-    from tqdm.auto import tqdm
-
-    rows = []
-    Y = data.Y()
-    jobs = [(s, m) for s in seeds for m in (*models, *(extra or {}))]
-    for seed, name in tqdm(jobs, desc="ablation", disable=not progress):
-        sp = family_split(data.groups(), seed)
-        fit_rows = np.concatenate([sp["train"], sp["val"]])
-        if extra and name in extra:
-            pred = extra[name](sp, seed)
-        else:
-            pred = fit_candidate(name, data.subset(fit_rows), seed)(data.subset(sp["test"]))
-        sc = score_targets(pred, Y[sp["test"]], Y[fit_rows], data.targets)
-        rows.append({"model": name, "seed": seed, "test_rows": len(sp["test"]),
-                     "test_families": ",".join(sorted(set(data.groups()[sp["test"]]))), **sc})
-    return pd.DataFrame(rows)
-
-
-def summarise(long: pd.DataFrame, targets: tuple[str, ...]) -> pd.DataFrame:
-    """Per model: mean ± 95 % half-width over seeds of exec MAPE, nMSE and each target's
-    nMSE."""
-    out = []
-    for name, g in long.groupby("model", sort=False):
-        r: dict[str, object] = {"model": name, "seeds": len(g)}
-        for c in ["mape_exec_pct", "nmse", *(f"nmse_{t}" for t in targets)]:
-            m, h = ci95(g[c].to_numpy())
-            r[c] = m
-            r[c + "_ci"] = h
-        out.append(r)
-    return pd.DataFrame(out)
+    return evaluate_gnn(model, dataset, baseline)

@@ -14,25 +14,17 @@ from typing import Protocol
 
 import numpy as np
 
+from gpuscope.predictor.scaling import Standardizer
+
 LAMBDAS: tuple[float, ...] = (*(10.0 ** k for k in range(-3, 4)), math.inf)
 SHRINKS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 # -- ridge with a prior mean ---------------------------------------------------------------
 
-@dataclass
-class Scaler:
-    mean: np.ndarray
-    sd: np.ndarray
-
-    @classmethod
-    def fit(cls, X: np.ndarray) -> Scaler:
-        sd = X.std(axis=0)
-        return cls(X.mean(axis=0), np.where(sd > 1e-9, sd, 1.0))
-
-    def design(self, X: np.ndarray) -> np.ndarray:
-        """Standardised columns plus a column of ones (the penalised intercept)."""
-        return np.hstack([(X - self.mean) / self.sd, np.ones((len(X), 1))])
+def design(sc: Standardizer, X: np.ndarray) -> np.ndarray:
+    """Standardised columns plus a column of ones (the penalised intercept)."""
+    return np.hstack([sc.transform(X), np.ones((len(X), 1))])
 
 
 def ridge_theta(A: np.ndarray, c: np.ndarray, lam: float, theta0: np.ndarray) -> np.ndarray:
@@ -51,9 +43,9 @@ class LinearPrior:
     w: np.ndarray
     b: float
 
-    def theta(self, sc: Scaler) -> np.ndarray:
-        """The same function in ``sc``'s standardised design (``Scaler.design``)."""
-        return np.append(self.w * sc.sd, self.b + float(self.w @ sc.mean))
+    def theta(self, sc: Standardizer) -> np.ndarray:
+        """The same function in ``sc``'s standardised design (``design``)."""
+        return np.append(self.w * np.asarray(sc.std_), self.b + float(self.w @ np.asarray(sc.mean_)))
 
 
 def group_mape(pred_c: np.ndarray, c: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -126,12 +118,12 @@ class Ridge(Corrector):
                  lambdas: Sequence[float] = LAMBDAS) -> None:
         self.prior, self.lambdas = prior, tuple(lambdas)
 
-    def _theta0(self, sc: Scaler, p: int) -> np.ndarray:
+    def _theta0(self, sc: Standardizer, p: int) -> np.ndarray:
         return np.zeros(p) if self.prior is None else self.prior.theta(sc)
 
     def _fit(self, X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> None:
-        self.sc = Scaler.fit(X)
-        A = self.sc.design(X)
+        self.sc = Standardizer(min_std=1e-9).fit(X)
+        A = design(self.sc, X)
         th0 = self._theta0(self.sc, A.shape[1])
         folds = logo_folds(groups)
         best, best_lam, best_oof = math.inf, math.inf, A @ th0
@@ -148,7 +140,7 @@ class Ridge(Corrector):
         self.choice = f"lambda={best_lam:g}"
 
     def _predict(self, X: np.ndarray) -> np.ndarray:
-        return self.sc.design(X) @ self.theta
+        return design(self.sc, X) @ self.theta
 
 
 def source_prior(X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> LinearPrior:
@@ -156,8 +148,8 @@ def source_prior(X: np.ndarray, c: np.ndarray, groups: np.ndarray) -> LinearPrio
     leave-family-out CV on the source) — the prior mean of ``ridge-tl``."""
     r = Ridge(lambdas=LAMBDAS[:-1])
     r.fit(X, c, groups)
-    w = r.theta[:-1] / r.sc.sd
-    return LinearPrior(w, float(r.theta[-1] - w @ r.sc.mean))
+    w = r.theta[:-1] / np.asarray(r.sc.std_)
+    return LinearPrior(w, float(r.theta[-1] - w @ np.asarray(r.sc.mean_)))
 
 
 class ShrunkGBT(Corrector):

@@ -59,7 +59,6 @@ from research.measured_correctors.correctors import (  # noqa: F401 - re-exporte
     Corrector,
     LinearPrior,
     Ridge,
-    Scaler,
     Scratch,
     ShrunkGBT,
     Zero,

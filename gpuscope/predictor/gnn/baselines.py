@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from sklearn.ensemble import HistGradientBoostingRegressor
 from threadpoolctl import threadpool_limits
 from torch_geometric.data import Data
 
 from gpuscope.predictor.gnn.data import PredictorData
-from gpuscope.predictor.gnn.scaling import MinMaxLabels
+from gpuscope.predictor.scaling import MinMaxLabels
 
 
 def graph_statistics(g: Data) -> np.ndarray:
@@ -46,8 +47,9 @@ def row_features(data: PredictorData) -> np.ndarray:
     return np.concatenate([gs, data.contexts.double().numpy()], axis=1)
 
 
-class GBTBaseline:
-    """One gradient-boosted tree ensemble per target (scikit-learn estimator conventions).
+class GBTBaseline(BaseEstimator):
+    """One gradient-boosted tree ensemble per target (a scikit-learn estimator: ``clone``,
+    ``get_params``; learnt state ``labels_``, ``models_``).
 
     Args:
         targets: target names, in output order.

@@ -17,7 +17,7 @@ from torch import Tensor
 from torch_geometric.data import Batch, Data
 
 from gpuscope.predictor.gnn.model import DriplePredictorNet
-from gpuscope.predictor.gnn.scaling import Standardizer
+from gpuscope.predictor.scaling import Standardizer
 
 
 @dataclass

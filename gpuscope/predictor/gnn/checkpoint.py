@@ -30,7 +30,7 @@ from gpuscope.core.errors import CheckpointError
 from gpuscope.core.targets import TARGET_SETS
 from gpuscope.predictor.checkpoint import FORMAT, read_checkpoint_dict, save_checkpoint_dict
 from gpuscope.predictor.gnn.model import DriplePredictorNet, ModelConfig
-from gpuscope.predictor.gnn.scaling import MinMaxLabels, Standardizer
+from gpuscope.predictor.scaling import MinMaxLabels, Standardizer
 
 FORMAT_VERSION = 1
 

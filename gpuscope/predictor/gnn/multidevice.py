@@ -22,9 +22,9 @@ import torch
 from torch_geometric.data import Data
 
 from gpuscope.core.errors import InputError
+from gpuscope.predictor.evaluation import score
 from gpuscope.predictor.gnn.data import PredictorData
 from gpuscope.predictor.gnn.evaluation import bundle_predict
-from gpuscope.predictor.gnn.metrics import score
 from gpuscope.predictor.gnn.splits import make_splits
 from gpuscope.predictor.gnn.train import FitResult, TrainConfig, fit_predictor
 
@@ -109,7 +109,7 @@ def leave_one_device_out(datasets: list[PredictorData], config: TrainConfig | No
         parts = make_splits(test.labels, cfg.split, cfg.seed)
         # score in the held-out device's own label space (fitted on its train rows), the
         # space its per-device model is scored in
-        from gpuscope.predictor.gnn.scaling import MinMaxLabels
+        from gpuscope.predictor.scaling import MinMaxLabels
 
         y = test.targets(res.bundle.targets)
         own = MinMaxLabels(res.bundle.targets).fit(y[parts["train"]])
@@ -117,5 +117,5 @@ def leave_one_device_out(datasets: list[PredictorData], config: TrainConfig | No
             r = parts[split]
             if r.size:
                 rows.append({"device": held, "split": split, "seconds": res.seconds,
-                             **score(pred[r], y[r], own)})
+                             **score(pred[r], y[r], own, by="group")})
     return pd.DataFrame(rows)

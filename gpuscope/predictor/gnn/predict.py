@@ -1,4 +1,5 @@
-"""Batched inference: ``load_predictor(path).predict(jobs) -> DataFrame`` (design.md Predictions).
+"""The GNN's batched inference: ``GNNPredictor(bundle).predict(jobs) -> DataFrame``, the
+columns of ``base.PREDICTION_COLUMNS`` (``gpuscope.predictor.load_predictor`` opens a file).
 
 One pass per call: the distinct graphs of the jobs are embedded once each (readouts are cached
 by ``graph_key`` for the life of the Predictor, since they depend only on the graph and the
@@ -6,10 +7,13 @@ weights), then the MLP runs over every job's [readout ‖ u ‖ g] in one matrix
 
 Encoded graphs come from ``graphs`` (a dataset's ``graphs.parquet``, or a dict) when they hold
 the job's ``graph_key``; otherwise the job's graph is exported through ``GraphCache`` and
-encoded with the checkpoint's op vocabulary, ``k`` and feature mode.
+encoded with the checkpoint's op vocabulary, ``k`` and feature mode. A dataset folder whose
+``vocab.json`` is not the checkpoint's vocabulary is not used (its encodings would be other
+inputs than the network was trained on).
 
-Output columns: ``job_id``, ``device``, the checkpoint's targets (in label units; negative
-values, which no target can take, are clipped to 0), ``oom_prob`` = σ(OOM logit).
+Targets come in label units (negative values, which no target can take, are clipped to 0;
+the targets a checkpoint does not predict are NaN), ``oom_prob`` = σ(OOM logit), ``oom`` =
+``oom_prob > 0.5``; the GNN models no step time (``step_s`` NaN).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -27,18 +31,18 @@ from torch import Tensor
 from torch_geometric.data import Batch, Data
 
 from gpuscope.core.errors import CheckpointError, InputError
-from gpuscope.core.targets import TARGET_SETS
+from gpuscope.core.targets import TARGETS
 from gpuscope.jobs.spec import JobSpec
 from gpuscope.predictor.gnn.batching import graph_stats, scale_graph
-from gpuscope.predictor.gnn.checkpoint import PredictorBundle, load_checkpoint
+from gpuscope.predictor.gnn.checkpoint import PredictorBundle, save_checkpoint
 from gpuscope.predictor.threads import torch_threads
 
 if TYPE_CHECKING:
     from gpuscope.graphs import OpVocabulary
 
 
-class Predictor:
-    """A trained predictor for one device (or a multi-device model and a chosen device)."""
+class GNNPredictor:
+    """A trained GNN for one device (``base.Predictor``)."""
 
     def __init__(self, bundle: PredictorBundle, graphs: dict[str, Data] | str | Path | None = None,
                  cache_dir: str | Path | None = None, device: str | None = None,
@@ -73,15 +77,29 @@ class Predictor:
     def targets(self) -> tuple[str, ...]:
         return self.bundle.targets
 
-    def add_graphs(self, graphs: dict[str, Data] | str | Path) -> None:
-        """Add encoded graphs (a dict, a ``graphs.parquet`` file or a dataset folder)."""
+    @property
+    def device_kind(self) -> str:
+        return "emulated" if self.bundle.provenance == "emulated" else "unknown"
+
+    def add_graphs(self, graphs: dict[str, Data] | str | Path) -> bool:
+        """Add encoded graphs (a dict, a ``graphs.parquet`` file or a dataset folder); False
+        (nothing added) for a folder whose ``vocab.json`` is not the checkpoint's."""
         if isinstance(graphs, dict):
             self.graphs.update(graphs)
-            return
+            return True
         from gpuscope.graphs import load_encoded
 
         p = Path(graphs)
+        vocab = p / "vocab.json"
+        if p.is_dir() and vocab.is_file():
+            try:
+                same = json.loads(vocab.read_text()) == json.loads(self.bundle.vocab_json)
+            except (OSError, ValueError):
+                same = False
+            if not same:
+                return False
         self.graphs.update(load_encoded(p / "graphs.parquet" if p.is_dir() else p))
+        return True
 
     def _encode(self, job: JobSpec) -> Data:
         from gpuscope.graphs import GraphCache, OpVocabulary, encode
@@ -167,39 +185,18 @@ class Predictor:
         return y, torch.sigmoid(logit).double().numpy()
 
     def predict(self, jobs: Sequence[JobSpec]) -> pd.DataFrame:
-        """One row per job: ``job_id, device, <targets>, oom_prob`` (module docstring)."""
+        """One row per job, the columns of ``base.PREDICTION_COLUMNS``."""
         y, p = self.predict_arrays(jobs)
-        df = pd.DataFrame(y, columns=list(self.targets))
+        df = pd.DataFrame(y, columns=list(self.targets)).reindex(columns=list(TARGETS))
         df.insert(0, "device", self.device)
         df.insert(0, "job_id", [j.job_id if j.job_id is not None else j.key for j in jobs])
+        df["step_s"] = np.nan
         df["oom_prob"] = p
+        df["oom"] = p > 0.5
+        df["in_domain"] = True
+        df["domain_reason"] = ""
         return df
 
-    def describe(self) -> str:
-        b = self.bundle
-        return json.dumps({"device": self.device, "targets": b.target_set,
-                           "provenance": b.provenance, "fingerprint": b.dataset_fingerprint})
-
-
-def load_predictor(path: str | Path, graphs: dict[str, Data] | str | Path | None = None,
-                   targets: str | tuple[str, ...] | None = None,
-                   cache_dir: str | Path | None = None, device: str | None = None) -> Any:
-    """Load a checkpoint as a :class:`Predictor` (GNN, format 1) or a
-    ``PhysicsPredictor`` (format 2), ``CheckpointError`` if unusable. ``graphs`` only
-    matters to the GNN (the physics model reads OpGraphs through ``GraphCache``)."""
-    from gpuscope.predictor.physics.model import (
-        FORMAT_VERSION,
-        PhysicsPredictor,
-        read_checkpoint_dict,
-    )
-
-    obj = read_checkpoint_dict(path)
-    if obj.get("format_version") == FORMAT_VERSION:
-        if targets is not None:
-            want = tuple(TARGET_SETS[targets]) if isinstance(targets, str) else tuple(targets)
-            if tuple(obj["targets"]) != want:
-                raise CheckpointError(f"checkpoint {path} predicts {len(obj['targets'])} "
-                                      f"targets, expected {len(want)}")
-        return PhysicsPredictor(obj, device=device, cache_dir=cache_dir)
-    return Predictor(load_checkpoint(path, targets), graphs=graphs, cache_dir=cache_dir,
-                     device=device)
+    def save(self, path: str | Path, half: bool = False) -> Path:
+        """Write the checkpoint (``save_checkpoint``; ``half``: float16 weights)."""
+        return save_checkpoint(self.bundle, path, half=half)

@@ -2,9 +2,9 @@
 
 * ``random``: 60/20/20 of the rows, shuffled with a fixed seed (the seed's setting).
 * ``family``: whole model families (``gpuscope.jobs.spec.MODEL_FAMILY``) are held out, so test and
-  validation models were never seen in training (seed 001 Table 4's idea). Families are taken
-  in a seeded random order and go to test until it holds ≥ 20 % of the rows, then to
-  validation until it holds ≥ 20 %, the rest to training.
+  validation models were never seen in training (seed 001 Table 4's idea):
+  ``gpuscope.predictor.evaluation.family_split`` (one of five seeded family folds each for
+  test and validation, the rest for training).
 
 Rows with ``split == "unseen"`` (seed 001 Table 4 jobs, the allocator's workload) are never in
 any of the three; they are returned as ``unseen`` for evaluation only.
@@ -32,35 +32,22 @@ def make_splits(labels: pd.DataFrame, kind: str = "random", seed: int = 0,
     unseen = np.flatnonzero(split_col == "unseen")
     if pool.size < 3:
         raise InputError(f"need at least 3 trainable rows to split, found {pool.size}")
-    rng = np.random.default_rng(seed)
     if kind == "random":
-        perm = rng.permutation(pool)
+        perm = np.random.default_rng(seed).permutation(pool)
         n_val = max(1, round(fractions[1] * pool.size))
         n_test = max(1, round(fractions[2] * pool.size))
         n_train = pool.size - n_val - n_test
         parts = {"train": perm[:n_train], "val": perm[n_train:n_train + n_val],
                  "test": perm[n_train + n_val:]}
     else:
+        from gpuscope.predictor.evaluation import family_split
+
         fam = np.array([MODEL_FAMILY.get(str(m), str(m)) for m in labels["model"]])
-        families = sorted(set(fam[pool]))
+        families = set(fam[pool].tolist())
         if len(families) < 3:
             raise InputError(f"the family split needs ≥ 3 model families, found {len(families)}")
-        order = [families[i] for i in rng.permutation(len(families))]
-        size = {f: int((fam[pool] == f).sum()) for f in families}
-        groups: dict[str, list[str]] = {"test": [], "val": [], "train": []}
-        count = {"test": 0, "val": 0}
-        for f in order:
-            if count["test"] < fractions[2] * pool.size:
-                groups["test"].append(f)
-                count["test"] += size[f]
-            elif count["val"] < fractions[1] * pool.size:
-                groups["val"].append(f)
-                count["val"] += size[f]
-            else:
-                groups["train"].append(f)
-        if not groups["train"]:  # keep at least one family to learn from
-            groups["train"].append(groups["val"].pop())
-        parts = {k: np.sort(pool[np.isin(fam[pool], v)]) for k, v in groups.items()}
+        sp = family_split(fam[pool], seed, folds=max(3, round(1 / fractions[2])))
+        parts = {k: pool[v] for k, v in sp.items()}
     parts = {k: np.sort(v) for k, v in parts.items()}
     parts["unseen"] = unseen
     return parts

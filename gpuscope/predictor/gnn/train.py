@@ -47,8 +47,8 @@ from gpuscope.predictor.gnn.checkpoint import PredictorBundle
 from gpuscope.predictor.gnn.data import PredictorData
 from gpuscope.predictor.gnn.losses import masked_bce, masked_mse
 from gpuscope.predictor.gnn.model import DriplePredictorNet, ModelConfig
-from gpuscope.predictor.gnn.scaling import MinMaxLabels, Standardizer
 from gpuscope.predictor.gnn.splits import make_splits, subsample
+from gpuscope.predictor.scaling import MinMaxLabels, Standardizer
 from gpuscope.predictor.threads import torch_threads
 
 FINETUNE_MODES: tuple[str, ...] = ("all", "head")

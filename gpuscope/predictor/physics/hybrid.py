@@ -182,36 +182,7 @@ class HybridModel(BaseEstimator):
         chosen: dict[int, str] = {j: c[0] for j, c in cand.items()}
         self.val_mse_: dict[str, dict[str, float]] = {}
         if any(len(c) > 1 for c in cand.values()):
-            se: dict[tuple[int, str], list[float]] = {}
-            fold_mse: dict[tuple[int, str], list[float]] = {}
-            for tr, va in self._inner_folds(len(frame), groups):
-                sub, Zt = frame.iloc[tr].reset_index(drop=True), R[tr]
-                vf = frame.iloc[va].reset_index(drop=True)
-                for kind in KINDS:
-                    cols = [j for j in seen if kind in cand[j]]
-                    cols = [j for j in cols if np.isfinite(Zt[:, j]).sum() >= 2] if \
-                        kind != "analytic" else cols
-                    if not cols:
-                        continue
-                    models = self._fit_kind(kind, sub, Zt, cols)
-                    cache: dict[int, np.ndarray] = {}
-                    for j, spec in models.items():
-                        p = self._predict_one(vf, j, spec, cache)
-                        ok = np.isfinite(Z[va, j])
-                        p, zt = p[ok], Z[va, j][ok]
-                        if target_space(self.targets[j]) == "log1p":
-                            # scored in seconds, as the nMSE that judges it (a log1p error
-                            # on a long run outweighs many on short ones)
-                            p, zt = np.expm1(np.clip(p, 0, 25)), np.expm1(zt)
-                        se.setdefault((j, kind), []).extend(((p - zt) ** 2).tolist())
-                        fold_mse.setdefault((j, kind), []).append(
-                            float(np.mean((p - zt) ** 2)) if p.size else np.inf)
-            for (j, kind), v in se.items():
-                self.val_mse_.setdefault(self.targets[j], {})[kind] = \
-                    float(np.mean(v)) if v else np.inf
-            chosen = {j: self._pick(self.val_mse_.get(self.targets[j], {c[0]: 0.0}),
-                                    {k: v for (jj, k), v in fold_mse.items() if jj == j})
-                      for j, c in cand.items()}
+            chosen, self.val_mse_ = select_kinds(self, frame, Z, R, cand, groups)
         self.zmax_ = np.array([
             np.nanmax(Z[:, j]) + np.log(10.0) if target_space(t) == "log1p"
             and np.isfinite(Z[:, j]).any() else np.inf for j, t in enumerate(self.targets)])
@@ -247,28 +218,6 @@ class HybridModel(BaseEstimator):
             if fb and fa and len(fb) == len(fa) and any(b >= a for b, a in zip(fb, fa)):
                 return "analytic"
         return best
-
-    def _inner_folds(self, n: int, groups: np.ndarray | None, k: int = 3
-                     ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """``k`` (train, validation) folds holding out whole families (seeded), or random
-        folds when there are fewer than ``2k`` families: the model choice is scored on every
-        training row once, not on one lucky split."""
-        rng = np.random.default_rng(self.random_state + 101)
-        if groups is not None and len(set(groups)) >= 2 * k:
-            g = np.asarray(groups).astype(str)
-            fams = sorted(set(g.tolist()))
-            size = {f: int((g == f).sum()) for f in fams}
-            fold_of: dict[str, int] = {}
-            load = [0] * k
-            for f in (fams[i] for i in rng.permutation(len(fams))):
-                m = int(np.argmin(load))  # balance rows across folds
-                fold_of[f] = m
-                load[m] += size[f]
-            fid = np.array([fold_of[x] for x in g])
-        else:
-            fid = rng.permutation(n) % k
-        return [(np.flatnonzero(fid != m), np.flatnonzero(fid == m)) for m in range(k)
-                if (fid == m).any() and (fid != m).any()]
 
     # -- inference -------------------------------------------------------------------------
     def predict_z(self, frame: pd.DataFrame) -> np.ndarray:
@@ -389,3 +338,60 @@ class HybridModel(BaseEstimator):
         m.chosen_ = dict(s.get("chosen", {}))
         m.few_labels_ = [str(t) for t in s.get("few_labels", [])]
         return m
+
+
+def inner_folds(n: int, groups: np.ndarray | None, seed: int, k: int = 3
+                ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``k`` (train, validation) folds of ``n`` rows holding out whole families
+    (``evaluation.family_folds``), or random folds (every row its own group) when there are
+    fewer than ``2k`` families: the model choice is scored on every training row once, not
+    on one lucky split."""
+    from gpuscope.predictor.evaluation import family_folds
+
+    g = np.asarray(groups).astype(str) if groups is not None and len(set(groups)) >= 2 * k \
+        else np.arange(n)
+    k = min(k, len(set(g.tolist())))
+    if k < 2:
+        return []
+    rows = np.arange(n)
+    return [(np.setdiff1d(rows, va), va) for va in family_folds(g, k, seed)]
+
+
+def select_kinds(model: HybridModel, frame: pd.DataFrame, Z: np.ndarray, R: np.ndarray,
+                 cand: dict[int, list[str]], groups: np.ndarray | None
+                 ) -> tuple[dict[int, str], dict[str, dict[str, float]]]:
+    """The model kind of every target column of ``cand`` (index → candidate kinds) and the
+    validation MSE of each candidate: every candidate is fitted on the inner folds' training
+    rows (label-space values ``Z``, learnt residuals ``R``) and scored on their held-out
+    families; ``HybridModel._pick`` chooses (the analytic estimate unless a learner beats it
+    by 10 % overall and on every fold)."""
+    se: dict[tuple[int, str], list[float]] = {}
+    fold_mse: dict[tuple[int, str], list[float]] = {}
+    for tr, va in inner_folds(len(frame), groups, model.random_state + 101):
+        sub, Rt = frame.iloc[tr].reset_index(drop=True), R[tr]
+        vf = frame.iloc[va].reset_index(drop=True)
+        for kind in KINDS:
+            cols = [j for j in cand if kind in cand[j]]
+            if kind != "analytic":
+                cols = [j for j in cols if np.isfinite(Rt[:, j]).sum() >= 2]
+            if not cols:
+                continue
+            cache: dict[int, np.ndarray] = {}
+            for j, spec in model._fit_kind(kind, sub, Rt, cols).items():
+                p = model._predict_one(vf, j, spec, cache)
+                ok = np.isfinite(Z[va, j])
+                p, zt = p[ok], Z[va, j][ok]
+                if target_space(model.targets[j]) == "log1p":
+                    # scored in seconds, as the nMSE that judges it (a log1p error on a long
+                    # run outweighs many on short ones)
+                    p, zt = np.expm1(np.clip(p, 0, 25)), np.expm1(zt)
+                se.setdefault((j, kind), []).extend(((p - zt) ** 2).tolist())
+                fold_mse.setdefault((j, kind), []).append(
+                    float(np.mean((p - zt) ** 2)) if p.size else np.inf)
+    val_mse: dict[str, dict[str, float]] = {}
+    for (j, kind), v in se.items():
+        val_mse.setdefault(model.targets[j], {})[kind] = float(np.mean(v)) if v else np.inf
+    chosen = {j: HybridModel._pick(val_mse.get(model.targets[j], {c[0]: 0.0}),
+                                   {k: v for (jj, k), v in fold_mse.items() if jj == j})
+              for j, c in cand.items()}
+    return chosen, val_mse

@@ -1,7 +1,8 @@
 """A small multi-output MLP on tabular features with masked targets (an "MLP on
 totals" and the physics model's fine-tunable variant).
 
-Inputs are standardised on the training rows; each target is standardised too, so one MSE
+Inputs are standardised on the training rows (``scaling.Standardizer``); each target is
+standardised too, so one MSE
 weighs every target alike (seed 001 Eq. 1 on masked entries: a NaN label contributes neither
 value nor gradient). Full-batch Adam for a fixed number of epochs — the tables are a few
 thousand rows, so a deterministic fixed budget is cheaper than early stopping. Transfer
@@ -20,7 +21,11 @@ import torch
 from sklearn.base import BaseEstimator
 from torch import nn
 
+from gpuscope.predictor.scaling import Standardizer
 from gpuscope.predictor.threads import torch_threads
+
+#: Inputs and targets whose training std is at most this are left unscaled (constant).
+MIN_STD: float = 1e-9
 
 
 def _net(n_in: int, n_out: int, hidden: int, layers: int) -> nn.Sequential:
@@ -65,15 +70,11 @@ class MaskedMLP(BaseEstimator):
                 self.set_state(init)
                 anchor = [p.detach().clone() for p in self.net_.parameters()]
             else:
-                self.x_mean_ = np.nanmean(X, 0)
-                sd = np.nanstd(X, 0)
-                self.x_std_ = np.where(sd > 1e-9, sd, 1.0)
-                zm = np.array([np.nanmean(c) if np.isfinite(c).any() else 0.0 for c in Z.T])
-                zs = np.array([np.nanstd(c) if np.isfinite(c).sum() > 1 else 1.0 for c in Z.T])
-                self.z_mean_, self.z_std_ = zm, np.where(zs > 1e-9, zs, 1.0)
+                self.x_scale_ = Standardizer(min_std=MIN_STD).fit(X)
+                self.z_scale_ = Standardizer(min_std=MIN_STD).fit(Z)
                 self.net_: nn.Sequential = _net(X.shape[1], Z.shape[1], self.hidden, self.layers)
             xt = torch.tensor(self._x(X), dtype=torch.float32)
-            zt = torch.tensor((Z - self.z_mean_) / self.z_std_, dtype=torch.float32)
+            zt = torch.tensor(self.z_scale_.transform(Z), dtype=torch.float32)
             mask = torch.isfinite(zt)
             zt = torch.nan_to_num(zt)
             opt = torch.optim.Adam(self.net_.parameters(), lr=self.lr,
@@ -96,28 +97,29 @@ class MaskedMLP(BaseEstimator):
         # clipped at ±5 σ: a feature nearly constant in training (a family's op share) must
         # not push an unseen family's row to hundreds of σ, where a ReLU net extrapolates
         # linearly without bound
-        return np.clip(np.nan_to_num((np.asarray(X, np.float64) - self.x_mean_) / self.x_std_),
-                       -5.0, 5.0)
+        return np.clip(np.nan_to_num(self.x_scale_.transform(X)), -5.0, 5.0)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         with torch_threads(1), torch.no_grad():
             z = self.net_(torch.tensor(self._x(X), dtype=torch.float32)).double().numpy()
-        return z * self.z_std_ + self.z_mean_
+        return self.z_scale_.inverse(z)
 
     def get_state(self) -> dict[str, Any]:
         """Tensors and ints only (``torch.load(weights_only=True)``-safe)."""
         return {"state": {k: v.detach().clone() for k, v in self.net_.state_dict().items()},
-                "x_mean": torch.as_tensor(self.x_mean_), "x_std": torch.as_tensor(self.x_std_),
-                "z_mean": torch.as_tensor(self.z_mean_), "z_std": torch.as_tensor(self.z_std_),
+                "x_mean": torch.as_tensor(self.x_scale_.mean_, dtype=torch.float64),
+                "x_std": torch.as_tensor(self.x_scale_.std_, dtype=torch.float64),
+                "z_mean": torch.as_tensor(self.z_scale_.mean_, dtype=torch.float64),
+                "z_std": torch.as_tensor(self.z_scale_.std_, dtype=torch.float64),
                 "hidden": int(self.hidden), "layers": int(self.layers)}
 
     def set_state(self, s: dict[str, Any]) -> MaskedMLP:
         self.hidden, self.layers = int(s["hidden"]), int(s["layers"])
-        self.x_mean_ = np.asarray(s["x_mean"], np.float64)
-        self.x_std_ = np.asarray(s["x_std"], np.float64)
-        self.z_mean_ = np.asarray(s["z_mean"], np.float64)
-        self.z_std_ = np.asarray(s["z_std"], np.float64)
-        self.net_ = _net(len(self.x_mean_), len(self.z_mean_), self.hidden, self.layers)
+        self.x_scale_, self.z_scale_ = (
+            Standardizer(min_std=MIN_STD, mean_=np.asarray(s[f"{v}_mean"], np.float64).tolist(),
+                         std_=np.asarray(s[f"{v}_std"], np.float64).tolist()) for v in "xz")
+        self.net_ = _net(len(self.x_scale_.mean_), len(self.z_scale_.mean_), self.hidden,
+                         self.layers)
         self.net_.load_state_dict({k: v.float() for k, v in copy.deepcopy(s["state"]).items()})
         self.net_.eval()
         return self

@@ -31,6 +31,7 @@ from gpuscope import __version__
 from gpuscope.core.errors import CheckpointError, InputError
 from gpuscope.core.targets import TARGETS
 from gpuscope.jobs.spec import JobSpec
+from gpuscope.predictor.base import PREDICTION_COLUMNS
 from gpuscope.predictor.checkpoint import FORMAT, read_checkpoint_dict, save_checkpoint_dict
 from gpuscope.predictor.physics.dataset import PhysicsData
 from gpuscope.predictor.physics.features import FeatureBuilder
@@ -139,6 +140,12 @@ class PhysicsPredictor:
     def targets(self) -> tuple[str, ...]:
         return tuple(self.ckpt["targets"])
 
+    @property
+    def device_kind(self) -> str:
+        prov = str(self.ckpt.get("provenance", ""))
+        return str(self.ckpt.get("device_kind") or ("emulated" if prov == "emulated"
+                                                    else "unknown"))
+
     def _cached(self, jobs: Sequence[JobSpec], keys: list[tuple], device: str) -> np.ndarray:
         """Row indices into this device's prediction cache for ``keys`` (computing the
         missing ones: a long-lived predictor re-predicts a queue without the models)."""
@@ -169,7 +176,8 @@ class PhysicsPredictor:
 
     def _frame(self, ids: list[str], device: str, rows: np.ndarray) -> pd.DataFrame:
         y, step_s, p, oom, ok, why = self._cache[device]["arrays"]
-        df = pd.DataFrame(y[rows], columns=list(self.targets))
+        # the fixed column contract: a target the checkpoint does not predict is NaN
+        df = pd.DataFrame(y[rows], columns=list(self.targets)).reindex(columns=list(TARGETS))
         df.insert(0, "device", device)
         df.insert(0, "job_id", ids)
         df["step_s"] = step_s[rows]
@@ -181,48 +189,64 @@ class PhysicsPredictor:
 
     def predict(self, jobs: Sequence[JobSpec], devices: Sequence[str] | None = None
                 ) -> pd.DataFrame:
-        """One row per job, on this predictor's device (module docstring); ``devices``:
-        every job on each of these devices (a multi-device checkpoint), device-major."""
+        """One row per job, on this predictor's device (``base.PREDICTION_COLUMNS``);
+        ``devices``: every job on each of these devices (a multi-device checkpoint),
+        device-major."""
         if not jobs:
-            return pd.DataFrame(columns=self.columns)
+            return pd.DataFrame(columns=list(PREDICTION_COLUMNS))
         keys = [(self.builder.graph_id(j), j.epochs, j.steps) for j in jobs]
         ids = [j.job_id if j.job_id is not None else j.key for j in jobs]
         frames = [self._frame(ids, d, self._cached(jobs, keys, d))
                   for d in (devices if devices is not None else [self.device])]
         return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
-    @property
-    def columns(self) -> list[str]:
-        return ["job_id", "device", *self.targets, "step_s", "oom_prob", "oom", "in_domain",
-                "domain_reason"]
-
-    def predict_arrays(self, jobs: Sequence[JobSpec]) -> tuple[np.ndarray, np.ndarray]:
-        df = self.predict(jobs)
-        return df[list(self.targets)].to_numpy(np.float64), df["oom_prob"].to_numpy(np.float64)
-
-    def describe(self) -> str:
-        c = self.ckpt
-        return (f"physics predictor for {self.device} (trained on {', '.join(c['devices'])}, "
-                f"{c['provenance']}, emulator v{c['emulator_version']})")
+    def save(self, path: str | Path) -> Path:
+        """Write the checkpoint (``save_physics``)."""
+        return save_physics(self.ckpt, path)
 
 
-def domain_warning(pred: pd.DataFrame, what: str = "jobs") -> str | None:
-    """One line when rows of a prediction frame lie outside their checkpoint's training domain
-    (``in_domain`` / ``domain_reason``), else None (also for a frame without those columns: a
-    GNN checkpoint's). ``what`` names the rows; with a ``device`` column holding several
-    devices the example names its device too."""
-    if "in_domain" not in pred or pred.empty:
-        return None
-    bad = pred[~pred["in_domain"].astype(bool)]
-    if bad.empty:
-        return None
-    first = bad.iloc[0]
-    where = (f" on {first['device']}" if "device" in pred and pred["device"].nunique() > 1
-             else "")
-    return (f"warning: {len(bad)} of {len(pred)} {what} lie outside the checkpoint's training "
-            f"domain (column in_domain; e.g. {first['job_id']}{where}: "
-            f"{first.get('domain_reason', '')})")
+def evaluate_physics(model: str | Path, dataset: str | Path, progress: bool = False
+                     ) -> pd.DataFrame:
+    """``evaluation.evaluate`` of a physics checkpoint file on one device's dataset folder:
+    per split of the dataset's rows (``train``/``unseen``...), ``evaluation.score`` per target
+    in the plain min-max space of the rows not held out as ``unseen``."""
+    from gpuscope.predictor.evaluation import score
+    from gpuscope.predictor.physics.dataset import load_physics
+    from gpuscope.predictor.scaling import MinMaxLabels
+
+    ck = read_checkpoint_dict(model)
+    data = load_physics([dataset], progress=progress)
+    devs = sorted(set(data.labels["device"].astype(str)))
+    if len(devs) != 1:  # every row is predicted on one device, never row 0's
+        raise InputError(f"{dataset}: rows of {len(devs)} devices ({', '.join(devs[:4])}); "
+                         "evaluate one device's dataset at a time")
+    dev = devs[0]
+    pred = PhysicsPredictor(ck, device=dev if ck["device"] == "multi" else None)
+    y_hat = pred.model.predict(data.frame, data.total_steps())
+    y = data.Y()
+    split = data.labels["split"].astype(str).to_numpy()
+    ranges = MinMaxLabels(data.targets).fit(y[split != "unseen"] if (split != "unseen").any()
+                                            else y)
+    rows = []
+    for name in sorted(set(split)):
+        m = split == name
+        rows.append({"model": f"physics ({ck['device']})", "split": name, "rows": int(m.sum()),
+                     **score(y_hat[m], y[m], ranges)})
+    table = pd.DataFrame(rows)
+    fams = set(ck["train"].get("families", []))
+    seen = np.isin(data.groups(), list(fams)).mean() if fams else float("nan")
+    cols = ["model", "split", "rows", "nmse", "mape_exec_pct"] + \
+        [f"nmse_{t}" for t in data.targets]
+    with pd.option_context("display.width", 250):
+        text = table[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}")
+    table.attrs["report"] = (
+        f"{dev}; physics checkpoint {Path(model).name} trained on "
+        f"{', '.join(ck['devices'])} ({ck['train']['rows']} rows); {100 * seen:.0f} % of these "
+        "rows belong to families it was trained on (for held-out figures use "
+        "`gpuscope predictor ablation`); nMSE in the plain min-max space of the non-unseen "
+        f"rows\n{text}")
+    return table
 
 
-__all__ = ["FORMAT_VERSION", "PhysicsPredictor", "TARGETS", "domain_warning", "fit_physics",
+__all__ = ["FORMAT_VERSION", "PhysicsPredictor", "evaluate_physics", "fit_physics",
            "read_checkpoint_dict", "save_physics"]

@@ -1,21 +1,23 @@
-"""Input and label scaling: log1p + standardisation of features, min-max labels (seed 001 §3.1).
+"""Input and label scaling shared by both predictor kinds (seed 001 §3.1).
 
-* Node features of an encoded graph (summed tensor size, op count, summed op frequency, and the
-  richer mode's FLOPs and class counts) span many orders of magnitude, so they enter the network
-  as ``sign(x) · log1p(|x|)``, then standardised with the training graphs' mean and std.
-* Context (and device-spec) vectors are standardised with the training rows' mean and std.
-* Labels: seed 001 trains with MSE on min-max normalised labels, ``y' = (y − min)/(max − min)``,
-  min and max fitted on the training split. A target flagged ``log`` is min-max normalised
-  after ``log1p`` (useful for execution time, whose range covers 3–4 decades); reported metrics
-  always use the plain min-max space (``MinMaxLabels.plain``), so runs stay comparable.
+* ``Standardizer``: ``(x − mean) / std`` per column, fitted on training rows (NaN entries
+  ignored; a constant column keeps std 1), optionally after ``sign(x) · log1p(|x|)``. The GNN
+  scales node features (which span many orders of magnitude: ``log=True``), context vectors
+  and graph statistics with it; ``MaskedMLP`` its inputs and targets.
+* ``MinMaxLabels``: seed 001 trains with MSE on min-max normalised labels,
+  ``y' = (y − min)/(max − min)``, min and max fitted on the training split. A target flagged
+  ``log`` is min-max normalised after ``log1p`` (useful for execution time, whose range covers
+  3–4 decades); reported metrics always use the plain min-max space (``MinMaxLabels.plain``,
+  the scorer's ranges), so runs stay comparable.
 
 All scalers are plain lists of floats, stored in checkpoints (``to_dict``/``from_dict``).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -30,25 +32,58 @@ def signed_log1p(x: Tensor) -> Tensor:
 
 @dataclass
 class Standardizer:
-    """``(x − mean) / std`` per column, fitted on training data; std 0 → 1."""
+    """``(x − mean) / std`` per column, fitted on training rows.
+
+    NaN entries are ignored when fitting (a column with no value gets mean 0; with fewer than
+    two, std 1); a std not above ``min_std`` (a constant column) is replaced by 1. ``log``
+    transforms ``x`` by ``signed_log1p`` first. ``transform`` takes a NumPy array (returns
+    float64) or a tensor (returns float32, computed in float64 as the GNN always has).
+    """
 
     log: bool = False
+    min_std: float = 1e-12
     mean_: list[float] = field(default_factory=list)
     std_: list[float] = field(default_factory=list)
 
-    def fit(self, x: Tensor) -> Standardizer:
-        x = signed_log1p(x.double()) if self.log else x.double()
-        mean = x.mean(0) if x.shape[0] else torch.zeros(x.shape[1], dtype=torch.float64)
-        std = x.std(0, unbiased=False) if x.shape[0] > 1 else torch.ones_like(mean)
-        std = torch.where(std > 1e-12, std, torch.ones_like(std))
-        self.mean_, self.std_ = mean.tolist(), std.tolist()
+    def fit(self, x: np.ndarray | Tensor) -> Standardizer:
+        if isinstance(x, Tensor):
+            a = (signed_log1p(x.double()) if self.log else x.double()).numpy()
+        else:
+            a = np.asarray(x, dtype=np.float64)
+            a = np.sign(a) * np.log1p(np.abs(a)) if self.log else a
+        a = a.reshape(len(a), -1)
+        finite = np.isfinite(a)
+        if finite.all():
+            mean = a.mean(axis=0) if len(a) else np.zeros(a.shape[1])
+            std = a.std(axis=0) if len(a) > 1 else np.ones(a.shape[1])
+        else:
+            n = finite.sum(axis=0)
+            with warnings.catch_warnings():  # an all-NaN column: handled just below
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean = np.where(n > 0, np.nanmean(a, axis=0), 0.0)
+                std = np.where(n > 1, np.nanstd(a, axis=0), 1.0)
+        std = np.where(std > self.min_std, std, 1.0)
+        self.mean_, self.std_ = [float(v) for v in mean], [float(v) for v in std]
         return self
 
-    def transform(self, x: Tensor) -> Tensor:
-        x = signed_log1p(x.double()) if self.log else x.double()
-        mean = torch.tensor(self.mean_, dtype=torch.float64)
-        std = torch.tensor(self.std_, dtype=torch.float64)
-        return ((x - mean) / std).float()
+    @overload
+    def transform(self, x: Tensor) -> Tensor: ...
+    @overload
+    def transform(self, x: np.ndarray) -> np.ndarray: ...
+
+    def transform(self, x: np.ndarray | Tensor) -> np.ndarray | Tensor:
+        if isinstance(x, Tensor):
+            t = signed_log1p(x.double()) if self.log else x.double()
+            mean = torch.tensor(self.mean_, dtype=torch.float64)
+            std = torch.tensor(self.std_, dtype=torch.float64)
+            return ((t - mean) / std).float()
+        a = np.asarray(x, dtype=np.float64)
+        a = np.sign(a) * np.log1p(np.abs(a)) if self.log else a
+        return (a - np.asarray(self.mean_)) / np.asarray(self.std_)
+
+    def inverse(self, z: np.ndarray) -> np.ndarray:
+        """Standardised values back to the (log-transformed, when ``log``) input scale."""
+        return np.asarray(z, dtype=np.float64) * np.asarray(self.std_) + np.asarray(self.mean_)
 
     def to_dict(self) -> dict[str, Any]:
         return {"log": bool(self.log), "mean": list(self.mean_), "std": list(self.std_)}
