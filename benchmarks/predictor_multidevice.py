@@ -5,7 +5,7 @@ against per-device models. Emulated data.
         [--steps 8] [--epochs 40] [--jobs 2]
 
 For each held-out device D: a model is trained on the other devices' datasets (their random
-60/20/20 train splits; the spec vector of ``gpuscope.predictor.gnn.multidevice`` as input) and
+60/20/20 train splits; the device feature vector appended to u, ``research/gnn_multidevice.py``) and
 predicts D's test rows and D's unseen (Table 4) rows; the per-device reference is a GNN
 trained here on D's own training split with the same recipe (the bundled D.pt are physics
 checkpoints). Both are scored in D's own min-max label space. The per-device
@@ -29,8 +29,9 @@ def fold(job: dict) -> list[dict]:
     """The multi-device GNN without the held-out device, and the per-device GNN trained on
     the held-out device's own training split with the same recipe (the bundled
     ``<device>.pt`` are physics (format 2) checkpoints, not GNNs)."""
-    from gpuscope.predictor import evaluate, fit_predictor, leave_one_device_out, load_dataset
+    from gpuscope.predictor.gnn import evaluate, fit_predictor, load_dataset
     from gpuscope.predictor.gnn.train import TrainConfig
+    from research.gnn_multidevice import leave_one_device_out
 
     datasets = [load_dataset(ROOT / "datasets" / "emulated" / d) for d in job["devices"]]
     cfg = TrainConfig(steps=job["steps"], epochs=job["epochs"], patience=job["patience"],

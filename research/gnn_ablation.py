@@ -7,6 +7,10 @@ each job's current OpGraph: the grouping (asynchronous fluid communities, K = 10
 vocabulary-independent) is computed once per graph and cached; per split, a vocabulary fitted
 on the training rows' graphs gives the Driple node features (summed output-tensor size, op
 count, summed op frequency; seed 001 §3.1).
+
+``MeanReadoutNet`` is the ablation's "no graph structure" variant (``readout="mean"``): one
+linear layer per node and a plain mean over the graph's nodes instead of message passing and
+Set2Set.
 """
 
 from __future__ import annotations
@@ -20,7 +24,24 @@ import torch
 from torch_geometric.data import Data
 
 from gpuscope.jobs.spec import JobSpec
+from gpuscope.predictor.gnn.model import DriplePredictorNet, ModelConfig
 from gpuscope.predictor.physics.features import FeatureBuilder
+
+
+class MeanReadoutNet(DriplePredictorNet):
+    """The Driple network with r = mean over nodes of ReLU(x W + b) ∈ R^{2H} (no graph
+    structure): the head is the network's own, on a readout of the same width."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.node = torch.nn.Linear(config.in_dim, 2 * config.hidden)
+
+    def embed(self, x: torch.Tensor, edge_index: torch.Tensor, batch: torch.Tensor,
+              num_graphs: int) -> torch.Tensor:
+        h = torch.relu(self.node(x))
+        s = torch.zeros(num_graphs, h.size(1), dtype=h.dtype).index_add_(0, batch, h)
+        n = torch.bincount(batch, minlength=num_graphs).clamp(min=1).unsqueeze(1)
+        return s / n
 
 
 class HonestEncoder:
@@ -94,7 +115,8 @@ def gnn_candidate(labels: pd.DataFrame, jobs: list[JobSpec], device: str,
         splits = {"train": sp["train"], "val": sp["val"], "test": sp["test"],
                   "unseen": np.zeros(0, dtype=np.int64)}
         res = fit_predictor(data, TrainConfig(seed=seed, epochs=epochs, patience=patience,
-                                              readout=readout, progress=False), splits=splits)
+                                              progress=False), splits=splits,
+                            net=MeanReadoutNet if readout == "mean" else DriplePredictorNet)
         pred = GNNPredictor(res.bundle, graphs=graphs)
         y, _ = pred.predict_arrays([jobs[i] for i in sp["test"]])
         return y

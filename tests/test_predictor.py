@@ -30,11 +30,19 @@ def _graph(n: int, seed: int) -> Data:
 
 
 # -- model ---------------------------------------------------------------------------------
-def test_steps_are_half_the_node_count_per_graph() -> None:
-    net = DriplePredictorNet(ModelConfig(3, 4, 2))
-    assert net.graph_steps(torch.tensor([1, 7, 10, 100, 200])).tolist() == [1, 4, 5, 50, 64]
-    fixed = DriplePredictorNet(ModelConfig(3, 4, 2, steps=3))
-    assert fixed.graph_steps(torch.tensor([1, 100])).tolist() == [3, 3]
+def test_configs_of_earlier_checkpoints_load_unless_they_used_a_removed_switch() -> None:
+    """A bundled checkpoint's config (with the fields of the removed experiment switches at
+    the values that change nothing) loads; one that used a removed switch is refused."""
+    old = {"in_dim": 3, "context_dim": 9, "n_targets": 6, "device_dim": 0, "graph_dim": 8,
+           "hidden": 64, "step_ratio": 0.5, "steps": 8, "max_steps": 64, "set2set_steps": 3,
+           "bounded": [], "readout": "set2set"}
+    assert ModelConfig.from_dict(old) == ModelConfig(3, 9, 6, graph_dim=8, hidden=64, steps=8)
+    for key, value in (("bounded", [1]), ("readout", "mean"), ("device_dim", 8),
+                       ("steps", None)):
+        with pytest.raises(ValueError, match="retrain"):
+            ModelConfig.from_dict({**old, key: value})
+    cfg = ModelConfig(3, 4, 2, steps=3)
+    assert ModelConfig.from_dict(cfg.to_dict()) == cfg
 
 
 def test_prediction_does_not_depend_on_batch_companions() -> None:
@@ -253,41 +261,9 @@ def test_exec_time_is_min_max_normalised_in_log_space() -> None:
     assert plain.min_[j] == pytest.approx(np.nanmin(y[tr, j]))
 
 
-def test_exec_per_step_scales_with_run_length() -> None:
-    from gpuscope.predictor.gnn.predict import GNNPredictor
-
-    d = synthetic_dataset(n_jobs=24, max_nodes=10, unseen=0, noise=0.0, seed=2)
-    res = fit_predictor(d, TrainConfig(epochs=3, steps=2, hidden=16, progress=False,
-                                       exec_per_step=True))
-    assert res.bundle.exec_per_step
-    from gpuscope.predictor.gnn.data import job_from_row
-
-    job = job_from_row(d.labels.iloc[0]).with_(steps_per_epoch=100, job_id="s")
-    p = GNNPredictor(res.bundle, graphs=d.graphs)
-    short, long = p.predict([job, job.with_(steps_per_epoch=1000, job_id="x")])["exec_time_s"]
-    # same graph; the per-step output differs only through the context's step features
-    assert long / short > 3
-    y = res.bundle.to_label_units(np.ones((2, len(TARGETS))), np.array([10.0, 20.0]))
-    assert y[:, TARGETS.index("exec_time_s")].tolist() == [10.0, 20.0]
-    assert y[:, 0].tolist() == [1.0, 1.0]
-
-
-def test_bounded_outputs_stay_in_unit_interval_and_round_trip() -> None:
-    cfg = ModelConfig(3, 4, 3, steps=2, hidden=8, bounded=(1,))
-    torch.manual_seed(0)
-    net = DriplePredictorNet(cfg)
-    with torch.no_grad():
-        net.head.bias.fill_(50.0)  # a linear output would be ≈ 50
-        y, _ = net.head_forward(torch.zeros(2, 16), torch.zeros(2, 4))
-    assert torch.all((y[:, 1] > 0) & (y[:, 1] <= 1)) and torch.all(y[:, [0, 2]] > 10)
-    assert ModelConfig.from_dict(cfg.to_dict()) == cfg
-    old = {k: v for k, v in cfg.to_dict().items() if k != "bounded"}  # pre-`bounded` files
-    assert ModelConfig.from_dict(old).bounded == ()
-
-
 def test_steps_kept_out_of_u_and_unseen_targets_are_nan() -> None:
-    """``steps_in_u=False``: predictions cannot depend on steps per epoch (a leakage
-    fix); a target never observed in training (a CPU dataset's GPU targets) is NaN."""
+    """``steps_in_u=False``: predictions cannot depend on steps per epoch (a campaign that tunes
+    steps per model would leak its speed through them); a target never observed in training (a CPU dataset's GPU targets) is NaN."""
     from gpuscope.predictor.gnn.data import job_from_row
     from gpuscope.predictor.gnn.predict import GNNPredictor
 

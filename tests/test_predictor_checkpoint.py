@@ -121,22 +121,3 @@ def test_gbt_baseline_beats_the_mean_and_evaluate_table(data, trained) -> None:
     assert set(table["model"]) == {"gnn-full", "gbt-full"}
     assert {"train", "val", "test", "unseen"} <= set(table["split"])
     assert {"nmse_gpu_util", "nmse_exec_time", "mape_exec_pct", "r2"} <= set(table.columns)
-
-
-def test_multi_device_model_reads_the_device_spec() -> None:
-    import math
-
-    from gpuscope.cluster.devices import get_device
-    from gpuscope.predictor.gnn.evaluation import bundle_predict
-    from gpuscope.predictor.gnn.multidevice import device_vector, fit_multidevice
-
-    v = device_vector("gtx1080")
-    assert v[0].item() == pytest.approx(math.log10(get_device("gtx1080").fp32_tflops), rel=1e-6)
-    a = synthetic_dataset(n_jobs=12, max_nodes=10, unseen=0, seed=1, device="gtx1080")
-    b = synthetic_dataset(n_jobs=12, max_nodes=10, unseen=0, seed=2, device="h100", speed=4.0)
-    res = fit_multidevice([a, b], TrainConfig(**FAST))
-    assert res.bundle.config.device_dim == len(v) and res.bundle.device_names == ["gtx1080",
-                                                                                  "h100"]
-    slow = bundle_predict(res.bundle, a, device_vector("gtx1080")[None].expand(len(a), -1))
-    fast = bundle_predict(res.bundle, a, device_vector("h100")[None].expand(len(a), -1))
-    assert not np.allclose(slow, fast)  # only the device spec differs

@@ -86,7 +86,8 @@ def test_bad_checkpoint_is_one_line_and_exit_2(tmp_path, dataset_dir, capsys) ->
 
 def test_bad_options_exit_2(tmp_path, dataset_dir, capsys) -> None:
     for extra in (["--split", "nope"], ["--targets", "nope"], ["--fraction", "1.5"],
-                  ["--finetune", "head"], ["--steps", "0"], ["--steps", "many"]):
+                  ["--finetune", "head"], ["--steps", "0"], ["--steps", "half"],
+                  ["--exec-per-step"], ["--bounded-peaks"]):
         rc = main(["train", "--dataset", str(dataset_dir), "-o", str(tmp_path / "m.pt"),
                    *TRAIN, *extra])
         assert rc == 2, extra
@@ -98,12 +99,12 @@ def test_default_recipe_and_paper_literal_switches(tmp_path, dataset_dir) -> Non
     fast = ["--arch", "gnn", "--epochs", "1", "--hidden", "16", "--quiet"]
     dflt, lit = tmp_path / "d.pt", tmp_path / "lit.pt"
     assert main(["train", "--dataset", str(dataset_dir), "-o", str(dflt), *fast]) == 0
-    assert main(["train", "--dataset", str(dataset_dir), "-o", str(lit), *fast, "--steps",
-                 "half", "--no-graph-stats", "--no-log-exec"]) == 0
+    assert main(["train", "--dataset", str(dataset_dir), "-o", str(lit), *fast,
+                 "--no-graph-stats", "--no-log-exec"]) == 0
     d, p = (torch.load(f, weights_only=True) for f in (dflt, lit))
     j = TARGETS.index("exec_time_s")
     # defaults: L = 8 fixed, whole-graph statistics in the MLP, log-space execution time
     assert d["config"]["steps"] == 8 and d["config"]["graph_dim"] > 0 and d["labels"]["log"][j]
-    # the seed's literal recipe: L = N/2 per graph, [r ‖ u] only, plain min-max labels
-    assert p["config"]["steps"] is None and p["config"]["graph_dim"] == 0
+    # the seed's inputs and labels: [r ‖ u] only, plain min-max labels
+    assert p["config"]["graph_dim"] == 0
     assert not any(p["labels"]["log"])

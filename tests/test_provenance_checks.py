@@ -206,18 +206,6 @@ def test_build_dataset_keyed_by_device_and_atomic(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
-def test_multidevice_gnn_refuses_mixed_provenance() -> None:
-    from gpuscope.predictor.gnn.multidevice import combine
-    from gpuscope.testing import synthetic_dataset
-
-    a = synthetic_dataset(n_jobs=6, max_nodes=8, unseen=0, seed=1, device="gtx1080")
-    b = synthetic_dataset(n_jobs=6, max_nodes=8, unseen=0, seed=2, device="h100")
-    assert len(combine([a, b])[0]) == len(a) + len(b)  # several devices: legitimate
-    b.provenance = "measured"
-    with pytest.raises(InputError, match="several provenances"):
-        combine([a, b])
-
-
 def test_labels_a_model_cannot_learn_from_are_refused(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]
                                                       ) -> None:

@@ -1,13 +1,14 @@
 """``gpuscope train | evaluate | predict``: the predictor from the command line.
 
-    gpuscope train --dataset datasets/emulated/titanx -o models/titanx.pt \\
+    gpuscope train --dataset datasets/emulated/titanx -o models/titanx.pt [--kinds auto]
+    gpuscope train --arch gnn --dataset datasets/emulated/titanx -o models/titanx-gnn.pt \\
         [--targets full|driple] [--split random|family] [--seed 0] [--epochs 150] \\
-        [--init-from models/gtx1080.pt --finetune all|head] [--fraction 1.0] [--half] \
-        [--no-graph-stats] [--no-log-exec] [--bounded-peaks] [--exec-per-step] \
-        [--steps 8|half]
+        [--init-from models/gtx1080-gnn.pt --finetune all|head] [--fraction 1.0] [--half] \\
+        [--no-graph-stats] [--no-log-exec] [--no-steps-in-u] [--steps 8]
     gpuscope evaluate --dataset datasets/emulated/titanx --model models/titanx.pt [--baseline gbt]
     gpuscope predict --model models/titanx.pt --jobs queue.csv -o pred.csv \\
-        [--graphs datasets/emulated/titanx]
+        [--graphs datasets/emulated/titanx] [--device v100] [--workers 0]
+    gpuscope predictor corpus | ablation ...     (maintainer commands)
 
 Heavy libraries are imported inside the handlers.
 """
@@ -44,10 +45,6 @@ def register(subparsers: Any) -> None:
     t.add_argument("--kinds", default="auto",
                    help="physics: auto (per-target winner on held-out families), gbt, mlp "
                         "or analytic")
-    t.add_argument("--no-residual", action="store_true",
-                   help="physics: learners predict each target's value instead of the "
-                        "correction to its analytic label (the model before the physics-informed "
-                        "analytic labels)")
     t.add_argument("--targets", default="full", choices=("full", "driple"), help="full (13 targets, default) or driple (6)")
     t.add_argument("--split", default="random", choices=("random", "family"), help="random (60/20/20, default) or family")
     t.add_argument("--seed", type=int, default=0)
@@ -56,9 +53,8 @@ def register(subparsers: Any) -> None:
     t.add_argument("--batch-size", type=pos_int, default=32)
     t.add_argument("--lr", type=pos_float, default=3e-3)
     t.add_argument("--hidden", type=pos_int, default=64)
-    t.add_argument("--steps", default="8",
-                   help="shared-GCN steps L: an integer (default 8) or 'half' for the seed's "
-                        "L = N/2 per graph")
+    t.add_argument("--steps", type=pos_int, default=8,
+                   help="gnn: shared-GCN steps L (default 8; the seed applies N/2 per graph)")
     t.add_argument("--fraction", type=fraction, default=1.0,
                    help="fraction of the training split to use (data-efficiency runs)")
     t.add_argument("--init-from", help="transfer learning: start from this checkpoint")
@@ -69,14 +65,10 @@ def register(subparsers: Any) -> None:
     t.add_argument("--log-exec", action=argparse.BooleanOptionalAction, default=True,
                    help="min-max normalise log(1 + exec_time_s) (default); --no-log-exec for "
                         "the seed's plain min-max labels")
-    t.add_argument("--bounded-peaks", action="store_true",
-                   help="squash the percentage peaks' outputs with a sigmoid (opt-in)")
-    t.add_argument("--exec-per-step", action="store_true",
-                   help="learn execution time per training step (scales with run length)")
     t.add_argument("--steps-in-u", action=argparse.BooleanOptionalAction, default=True,
                    help="gnn: feed steps per epoch / total steps in u (default); "
-                        "--no-steps-in-u zeroes them and learns execution time per step "
-                        "(campaigns whose steps were tuned per model)")
+                        "--no-steps-in-u zeroes them (campaigns whose steps were tuned per "
+                        "model)")
     t.add_argument("--half", action="store_true", help="store weights as float16")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     add_catalog_option(t)
@@ -104,7 +96,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--quiet", action="store_true")
     add_catalog_option(c)
     c.set_defaults(func=_corpus)
-    b = gs.add_parser("ablation", help="leave-family-out ablation of the v2 candidates")
+    b = gs.add_parser("ablation", help="leave-family-out ablation of the physics candidates")
     b.add_argument("--dataset", required=True, nargs="+", help="dataset folder(s) / corpus")
     b.add_argument("--seeds", default="0,1,2")
     b.add_argument("-o", "--output", help="also write the per-seed table as CSV")
@@ -126,18 +118,6 @@ def register(subparsers: Any) -> None:
 def _positive(name: str, v: float) -> None:
     if not v > 0:
         raise InputError(f"--{name} must be > 0, got {v}")
-
-
-def _steps(v: str) -> int | None:
-    """``--steps``: a positive integer, or ``half`` (None: the seed's L = N/2 per graph)."""
-    if str(v).lower() in ("half", "n/2"):
-        return None
-    try:
-        n = int(v)
-    except ValueError:
-        raise InputError(f"--steps must be a positive integer or 'half', got {v!r}") from None
-    _positive("steps", n)
-    return n
 
 
 def _train(a: argparse.Namespace) -> int:
@@ -174,8 +154,7 @@ def _train_physics(a: argparse.Namespace) -> int:
     data = load_physics(a.dataset, progress=not a.quiet)
     phase(f"fitting the corrections of {len(data.targets)} targets on {len(data):,} rows "
           f"(--kinds {a.kinds})", quiet=a.quiet)
-    ck = fit_physics(data, kinds=a.kinds, seed=a.seed,
-                     residual=not getattr(a, "no_residual", False))
+    ck = fit_physics(data, kinds=a.kinds, seed=a.seed)
     ck["device_kind"] = _device_kind(a.dataset, ck["provenance"])
     save_physics(ck, a.output)
     tr = ck["train"]
@@ -220,11 +199,10 @@ def _train_gnn(a: argparse.Namespace) -> int:
         raise InputError(f"--fraction must be in (0, 1], got {a.fraction}")
     cfg = TrainConfig(targets=a.targets, split=a.split, seed=a.seed, epochs=a.epochs,
                       patience=a.patience, batch_size=a.batch_size, lr=a.lr, hidden=a.hidden,
-                      steps=_steps(a.steps), fraction=a.fraction, finetune=a.finetune,
-                      graph_stats=a.graph_stats, exec_per_step=a.exec_per_step,
+                      steps=a.steps, fraction=a.fraction, finetune=a.finetune,
+                      graph_stats=a.graph_stats,
                       log_targets=("exec_time_s",) if a.log_exec else (),
-                      bounded_peaks=a.bounded_peaks, steps_in_u=a.steps_in_u,
-                      progress=not a.quiet)
+                      steps_in_u=a.steps_in_u, progress=not a.quiet)
     targets = cfg.target_names()
     src = load_checkpoint(a.init_from, targets) if a.init_from else None
     phase(f"loading {_datasets([a.dataset])}", quiet=a.quiet)

@@ -195,7 +195,6 @@ def _curve(ms: MeasuredSet, prior: LinearPrior | None, fractions: Sequence[float
     return pd.DataFrame(out)
 
 
-measured_curve = curve  # the package-level name (``gpuscope.predictor.measured_curve``)
 
 
 def summarise(long: pd.DataFrame) -> pd.DataFrame:

@@ -28,7 +28,6 @@ class NetInputs:
     graph_keys: list[str]
     graph_index: Tensor
     context: Tensor
-    device: Tensor | None = None
     gstats: Tensor | None = None
 
     def row_gstats(self, rows: Tensor) -> Tensor | None:
@@ -61,7 +60,6 @@ def graph_stats(g: Data, width: int | None = None) -> Tensor:
 
 def build_inputs(graph_keys: list[str], graphs: dict[str, Data], context: Tensor,
                  features: Standardizer, contexts: Standardizer,
-                 device: Tensor | None = None, devices: Standardizer | None = None,
                  scaled_cache: dict[str, Data] | None = None,
                  gstats: Standardizer | None = None) -> NetInputs:
     """Scale the graphs of ``graph_keys`` (rows) once each and the rows' context vectors."""
@@ -77,14 +75,11 @@ def build_inputs(graph_keys: list[str], graphs: dict[str, Data], context: Tensor
             scaled_cache[k] = s
         scaled.append(s)
     gi = torch.tensor([pos[k] for k in graph_keys], dtype=torch.long)
-    dev = None
-    if device is not None:
-        dev = devices.transform(device) if devices is not None else device.float()
     gs = None
     if gstats is not None:
         gs = gstats.transform(torch.stack([graph_stats(graphs[k], len(gstats.mean_))
                                            for k in keys]))
-    return NetInputs(scaled, keys, gi, contexts.transform(context), dev, gs)
+    return NetInputs(scaled, keys, gi, contexts.transform(context), gs)
 
 
 def iter_batches(inp: NetInputs, rows: np.ndarray, batch_size: int, shuffle: bool,
@@ -131,9 +126,8 @@ def _make(inp: NetInputs, chunk: list[np.ndarray], members: list[int]
 def forward_rows(model: DriplePredictorNet, inp: NetInputs, rows: np.ndarray, batch: Batch,
                  local: Tensor) -> tuple[Tensor, Tensor]:
     r = torch.as_tensor(rows)
-    dev = inp.device[r] if inp.device is not None else None
     return model(batch.x, batch.edge_index, batch.batch, batch.num_graphs, local,
-                 inp.context[r], dev, inp.row_gstats(r))
+                 inp.context[r], inp.row_gstats(r))
 
 
 @torch.no_grad()
@@ -155,5 +149,4 @@ def predict_inputs(model: DriplePredictorNet, inp: NetInputs, rows: np.ndarray |
         b = Batch.from_data_list([inp.graphs[i] for i in ids[s:s + graph_chunk]])
         readouts.append(model.embed(b.x, b.edge_index, b.batch, b.num_graphs))
     ro = torch.cat(readouts) if readouts else torch.zeros((0, 2 * model.config.hidden))
-    dev = inp.device[r] if inp.device is not None else None
-    return model.head_forward(ro[local], inp.context[r], dev, inp.row_gstats(r))
+    return model.head_forward(ro[local], inp.context[r], inp.row_gstats(r))

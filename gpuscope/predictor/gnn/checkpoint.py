@@ -6,11 +6,10 @@
 ``format`` ("gpuscope-predictor"), ``format_version``, ``gpuscope_version``, ``state_dict``
 (weights, float32 or float16 — ``dtype`` says which; loaded back as float32), ``config``
 (ModelConfig), ``targets`` and ``target_set``, ``labels`` (min-max normalisation),
-``features``/``contexts``/``devices``/``gstats`` (input standardisers), ``vocab`` (op vocabulary JSON),
+``features``/``contexts``/``gstats`` (input standardisers), ``vocab`` (op vocabulary JSON),
 ``device``, ``provenance``, ``dataset_fingerprint``, ``split`` (kind, seed), ``train``
-(epochs run, best validation loss, seconds), ``device_names`` (multi-device model),
-``encoding`` (the graph encoding's ``k`` and ``features``, to encode new jobs' graphs alike),
-``exec_per_step`` (the execution-time output is per training step).
+(epochs run, best validation loss, seconds), ``encoding`` (the graph encoding's ``k`` and
+``features``, to encode new jobs' graphs alike).
 
 A file of another format version, a different target set than expected, or a corrupt file
 raises :class:`gpuscope.core.errors.CheckpointError` with one line naming the problem.
@@ -22,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from gpuscope import __version__
@@ -48,22 +46,10 @@ class PredictorBundle:
     provenance: str = "emulated"
     vocab_json: str = "{}"
     dataset_fingerprint: str = ""
-    devices: Standardizer | None = None
     gstats: Standardizer | None = None
-    device_names: list[str] = field(default_factory=list)
     split: dict[str, Any] = field(default_factory=dict)
     train: dict[str, Any] = field(default_factory=dict)
     encoding: dict[str, Any] = field(default_factory=lambda: {"k": 100, "features": "driple"})
-    exec_per_step: bool = False
-
-    def to_label_units(self, y: np.ndarray, total_steps: np.ndarray) -> np.ndarray:
-        """Model outputs (already de-normalised) → label units: with ``exec_per_step`` the
-        execution-time output is a time per training step, multiplied back by the run's
-        steps."""
-        y = np.array(y, dtype=np.float64)
-        if self.exec_per_step and "exec_time_s" in self.targets:
-            y[:, self.targets.index("exec_time_s")] *= np.asarray(total_steps, dtype=np.float64)
-        return y
 
     @property
     def config(self) -> ModelConfig:
@@ -90,13 +76,11 @@ def save_checkpoint(bundle: PredictorBundle, path: str | Path, half: bool = Fals
         "config": bundle.config.to_dict(), "targets": list(bundle.targets),
         "target_set": bundle.target_set, "labels": bundle.labels.to_dict(),
         "features": bundle.features.to_dict(), "contexts": bundle.contexts.to_dict(),
-        "devices": bundle.devices.to_dict() if bundle.devices is not None else None,
         "gstats": bundle.gstats.to_dict() if bundle.gstats is not None else None,
-        "device_names": list(bundle.device_names), "vocab": bundle.vocab_json,
+        "vocab": bundle.vocab_json,
         "device": bundle.device, "provenance": bundle.provenance,
         "dataset_fingerprint": bundle.dataset_fingerprint, "split": dict(bundle.split),
         "train": dict(bundle.train), "encoding": dict(bundle.encoding),
-        "exec_per_step": bool(bundle.exec_per_step),
     }
     return save_checkpoint_dict(obj, path)
 
@@ -121,6 +105,11 @@ def load_checkpoint(path: str | Path, targets: str | tuple[str, ...] | None = No
             raise CheckpointError(
                 f"checkpoint {path} predicts the {obj.get('target_set')!r} target set "
                 f"({len(got)} targets), expected {len(want)} targets")
+    for key, what in (("exec_per_step", "a per-step execution-time output"),
+                      ("devices", "a device-spec input (multi-device)")):
+        if obj.get(key):
+            raise CheckpointError(f"checkpoint {path} was trained with {what}, a switch this "
+                                  "gpuscope no longer has; retrain it")
     try:
         config = ModelConfig.from_dict(dict(obj["config"]))
         if config.n_targets != len(got):
@@ -129,19 +118,17 @@ def load_checkpoint(path: str | Path, targets: str | tuple[str, ...] | None = No
         state = {k: v.float() if v.is_floating_point() else v
                  for k, v in obj["state_dict"].items()}
         net.load_state_dict(state)
-        devices, gstats = obj.get("devices"), obj.get("gstats")
+        gstats = obj.get("gstats")
         bundle = PredictorBundle(
             net=net, targets=got, labels=MinMaxLabels.from_dict(obj["labels"]),
             features=Standardizer.from_dict(obj["features"]),
             contexts=Standardizer.from_dict(obj["contexts"]), device=str(obj["device"]),
             provenance=str(obj.get("provenance", "emulated")), vocab_json=str(obj["vocab"]),
             dataset_fingerprint=str(obj.get("dataset_fingerprint", "")),
-            devices=Standardizer.from_dict(devices) if devices else None,
             gstats=Standardizer.from_dict(gstats) if gstats else None,
-            device_names=list(obj.get("device_names", [])), split=dict(obj.get("split", {})),
+            split=dict(obj.get("split", {})),
             train=dict(obj.get("train", {})),
-            encoding=dict(obj.get("encoding", {"k": 100, "features": "driple"})),
-            exec_per_step=bool(obj.get("exec_per_step", False)))
+            encoding=dict(obj.get("encoding", {"k": 100, "features": "driple"})))
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(f"checkpoint {path} is corrupt ({first[:120]})") from None

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
 from gpuscope.predictor.evaluation import GROUPS, score
 from gpuscope.predictor.gnn.baselines import GBTBaseline, row_features
@@ -29,8 +28,7 @@ from gpuscope.predictor.threads import torch_threads
 SPLIT_ORDER: tuple[str, ...] = ("train", "val", "test", "all", "unseen")
 
 
-def bundle_predict(bundle: PredictorBundle, data: PredictorData,
-                   device_vectors: torch.Tensor | None = None) -> np.ndarray:
+def bundle_predict(bundle: PredictorBundle, data: PredictorData) -> np.ndarray:
     """Predictions (label units, clipped at 0) of ``bundle`` for every row of ``data``."""
     keys = data.labels["graph_key"].astype(str).tolist()
     ctx = data.contexts
@@ -39,11 +37,10 @@ def bundle_predict(bundle: PredictorBundle, data: PredictorData,
 
         ctx = steps_out_of_u(ctx)
     inp = build_inputs(keys, data.graphs, ctx, bundle.features, bundle.contexts,
-                       device_vectors, bundle.devices, gstats=bundle.gstats)
+                       gstats=bundle.gstats)
     with torch_threads(1):
         pred, _ = predict_inputs(bundle.net, inp)
-    y = bundle.to_label_units(bundle.labels.inverse(pred.double().numpy()), data.total_steps())
-    return np.clip(y, 0.0, None)
+    return np.clip(bundle.labels.inverse(pred.double().numpy()), 0.0, None)
 
 
 def eval_splits(bundle: PredictorBundle, data: PredictorData) -> dict[str, np.ndarray]:

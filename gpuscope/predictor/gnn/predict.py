@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Batch, Data
 
-from gpuscope.core.errors import CheckpointError, InputError
+from gpuscope.core.errors import InputError
 from gpuscope.core.targets import TARGETS
 from gpuscope.jobs.spec import JobSpec
 from gpuscope.predictor.gnn.batching import graph_stats, scale_graph
@@ -53,25 +53,14 @@ class GNNPredictor:
         if graphs is not None:
             self.add_graphs(graphs)
         self.cache_dir = cache_dir
-        if device is not None and not bundle.config.device_dim and device != bundle.device:
+        if device is not None and device != bundle.device:
             # a one-device model never labels its rows with another device
             raise InputError(f"this checkpoint predicts {bundle.device!r} only; --device "
                              f"{device!r} applies to multi-device checkpoints")
-        self.device = device or bundle.device
-        if device is not None:
-            from gpuscope.cluster.devices import get_device
-
-            get_device(device)  # InputError for an unknown device
+        self.device = bundle.device
         self._readouts: dict[str, Tensor] = {}
         self._gstats: dict[str, Tensor] = {}
         self._vocab: OpVocabulary | None = None
-        self._device_vec: Tensor | None = None
-        if bundle.config.device_dim:
-            from gpuscope.predictor.gnn.multidevice import device_vector
-
-            if bundle.devices is None:
-                raise CheckpointError("this multi-device checkpoint has no device scaler")
-            self._device_vec = bundle.devices.transform(device_vector(self.device)[None])
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -173,12 +162,9 @@ class GNNPredictor:
             raw = steps_out_of_u(raw)
         ctx = self.bundle.contexts.transform(raw)
         ro, gs = self._readouts_for(jobs)
-        dev = self._device_vec.expand(len(jobs), -1) if self._device_vec is not None else None
         with torch.no_grad():
-            pred, logit = self.bundle.net.head_forward(ro, ctx, dev, gs)
-        y = self.bundle.to_label_units(self.bundle.labels.inverse(pred.double().numpy()),
-                                       np.array([j.total_steps for j in jobs], dtype=np.float64))
-        y = np.clip(y, 0.0, None)
+            pred, logit = self.bundle.net.head_forward(ro, ctx, gs)
+        y = np.clip(self.bundle.labels.inverse(pred.double().numpy()), 0.0, None)
         seen = self.bundle.train.get("targets_seen")
         if seen is not None:  # a target never observed in training is not predicted
             y[:, [t not in seen for t in self.targets]] = np.nan

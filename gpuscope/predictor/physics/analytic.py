@@ -52,8 +52,8 @@ SENSOR_SD: dict[str, float] = {"gpu_util": 2.0, "gpu_mem_util": 1.5, "cpu_util":
                                "gpu_mem": 2.0}
 #: The labeler's minimum k-means gap, as a share of capacity (labeling.MIN_GAP_FRACTION).
 MIN_GAP_FRACTION = 0.05
-#: Quadrature nodes over one training step / over the start-up memory ramp.
-N_STEP, N_RAMP = 48, 8
+#: Quadrature nodes over one training step.
+N_STEP = 48
 #: Targets this module computes (all but execution time, which ``physics`` composes).
 LABEL_TARGETS: tuple[str, ...] = tuple(t for t in TARGETS if t != "exec_time_s")
 

@@ -1,5 +1,5 @@
-"""The physics-informed predictor: per target, a correction learnt on top of the
-emulator's analytic estimate, by whichever model wins on held-out model families.
+"""The physics-informed predictor: per target, a correction learnt on top of the emulator's
+analytic estimate, by whichever model wins on held-out model families.
 
 Label spaces (``target_space``):
 
@@ -10,16 +10,16 @@ Label spaces (``target_space``):
   bounded shares, clipped to [0, 1] on output, so no peak exceeds its capacity;
 * burst and idle durations → ``log1p`` seconds.
 
-Every target has an analytic estimate (``analytic_labels``: the label rules in closed form
-on the run's phase structure; ĉ = 0 for execution time), and a learner predicts the
-label-space **correction** to it (``residual=True``; ``residual=False`` learns the label-space
-value itself, as before; checkpoints of before load as such, label version 1).
+Every target has an analytic estimate (``analytic``: the label rules in closed form on the
+run's phase structure; ĉ = 0 for execution time), and a learner predicts the label-space
+**correction** to it.
 
 Candidate models per target: ``analytic`` (the emulator alone),
 ``gbt`` (``HistGradientBoostingRegressor`` on the features), ``mlp`` (``MaskedMLP``, one
 network per feature set). With ``kinds="auto"`` the winner per target is chosen by 3-fold
-leave-family-out cross-validation on the training rows (MSE of the label-space value; the
-analytic estimate unless a learner beats it by 10 %) and refitted on all training rows. The per-step model never reads the run length
+leave-family-out cross-validation on the training rows (``select_kinds``: MSE of the
+label-space value; the analytic estimate unless a learner beats it by 10 %) and refitted on
+all training rows. The per-step model never reads the run length
 (``physics.STEP_FEATURES``); run-length targets do.
 
 OOM: ``oom_prob`` from a boosted classifier when the training rows hold both outcomes; the
@@ -64,19 +64,16 @@ class HybridModel(BaseEstimator):
         kinds: ``"auto"`` or a model kind for every target, or a dict target → kind.
         gbt_iter, gbt_lr, gbt_leaves, gbt_min_leaf: the boosted trees.
         mlp_epochs, mlp_hidden: the MLP.
-        min_labels: targets observed on fewer training rows get no learnt correction: with
-            ``residual`` and an analytic label they are predicted by the analytic label alone
-            (kind ``analytic``, listed in ``few_labels_``), otherwise not at all (NaN);
-            targets never observed (a CPU dataset's GPU targets) are always NaN.
+        min_labels: targets observed on fewer training rows get no learnt correction: they
+            are predicted by their analytic label alone (kind ``analytic``, listed in
+            ``few_labels_``); targets never observed (a CPU dataset's GPU targets) are NaN.
         random_state: seed of the inner split and the models.
-        residual: learners predict the correction to each target's analytic label (issue
-            13); False: the label-space value itself, as before the analytic labels.
     """
 
     def __init__(self, targets: tuple[str, ...] = TARGETS, kinds: Any = "auto",
                  gbt_iter: int = 200, gbt_lr: float = 0.05, gbt_leaves: int = 15,
                  gbt_min_leaf: int = 5, mlp_epochs: int = 400, mlp_hidden: int = 64,
-                 min_labels: int = 10, random_state: int = 0, residual: bool = True) -> None:
+                 min_labels: int = 10, random_state: int = 0) -> None:
         self.targets = targets
         self.kinds = kinds
         self.gbt_iter = gbt_iter
@@ -87,7 +84,6 @@ class HybridModel(BaseEstimator):
         self.mlp_hidden = mlp_hidden
         self.min_labels = min_labels
         self.random_state = random_state
-        self.residual = residual
 
     # -- fitting ---------------------------------------------------------------------------
     @staticmethod
@@ -128,21 +124,14 @@ class HybridModel(BaseEstimator):
                 out[j] = ("gbt", fs, self._gbt(X[ok], Z[ok, j]), 0)
         return out
 
-    @property
-    def _legacy(self) -> bool:
-        return getattr(self, "label_version_", LABEL_VERSION) < 2
-
     def _base(self, frame: pd.DataFrame, j: int) -> np.ndarray:
-        """What a learner's output is added to: the analytic label (0 without ``residual``,
-        and for a version-1 checkpoint)."""
-        if not self.residual or self._legacy:
-            return np.zeros(len(frame))
+        """What a learner's output is added to: the analytic label."""
         return np.nan_to_num(analytic_z(frame, self.targets[j]), nan=0.0)
 
     def _predict_one(self, frame: pd.DataFrame, j: int, spec: Any,
                      cache: dict[int, np.ndarray]) -> np.ndarray:
         if spec is None:
-            return analytic_z(frame, self.targets[j], self._legacy)
+            return analytic_z(frame, self.targets[j])
         kind, fs, m, col = spec
         base = self._base(frame, j)
         X = frame[list(fs)].to_numpy(np.float64)
@@ -157,8 +146,8 @@ class HybridModel(BaseEstimator):
             return {j: [self.kinds.get(self.targets[j], "gbt")] for j in seen}
         if self.kinds != "auto":
             return {j: [str(self.kinds) if self.kinds != "analytic" or
-                        has_analytic(self.targets[j], self._legacy) else "gbt"] for j in seen}
-        return {j: (["analytic", "gbt", "mlp"] if has_analytic(self.targets[j], self._legacy)
+                        has_analytic(self.targets[j]) else "gbt"] for j in seen}
+        return {j: (["analytic", "gbt", "mlp"] if has_analytic(self.targets[j])
                     else ["gbt", "mlp"]) for j in seen}
 
     def fit(self, frame: pd.DataFrame, Y: np.ndarray, total_steps: np.ndarray,
@@ -176,7 +165,7 @@ class HybridModel(BaseEstimator):
         # observed, but too rarely to learn a correction from: the analytic label alone
         # (a small campaign on a new GPU still gets every target it measured)
         few = [j for j in range(len(self.targets)) if 0 < counts[j] < self.min_labels
-               and self.residual and has_analytic(self.targets[j], self._legacy)]
+               and has_analytic(self.targets[j])]
         self.few_labels_ = [self.targets[j] for j in few]
         cand = self._kinds_for(seen)
         chosen: dict[int, str] = {j: c[0] for j, c in cand.items()}
@@ -277,8 +266,8 @@ class HybridModel(BaseEstimator):
 
     @property
     def _features(self) -> list[str]:
-        """The inputs of the domain guard and the OOM classifier (a version-1 checkpoint's
-        are a prefix of ``FEATURES``)."""
+        """The inputs of the domain guard and the OOM classifier (``FEATURES``, or a prefix of
+        it for a checkpoint of an earlier gpuscope)."""
         return list(getattr(self, "features_", FEATURES))
 
     # -- storage (tensors, ints, strings only) -----------------------------------------------
@@ -304,7 +293,7 @@ class HybridModel(BaseEstimator):
                 "domain_max": torch.as_tensor(self.domain_["max"]),
                 "features": self._features, "oom": self.oom_model_,
                 "label_version": int(getattr(self, "label_version_", LABEL_VERSION)),
-                "residual": bool(self.residual),
+                "residual": True,
                 "zmax": torch.as_tensor(self.zmax_),
                 "chosen": dict(self.chosen_),
                 "few_labels": list(getattr(self, "few_labels_", [])), "params": {
@@ -316,10 +305,11 @@ class HybridModel(BaseEstimator):
         feats = [str(f) for f in s["features"]]
         if feats != list(FEATURES)[:len(feats)]:
             raise ValueError("the checkpoint's feature list is not this gpuscope's")
-        # version 1 (no "label_version"): learners predict label-space values, the seed-001
-        # analytic peak rule; its features are a prefix of today's
-        m = cls(targets=tuple(s["targets"]), residual=bool(s.get("residual", False)))
-        m.label_version_ = int(s.get("label_version", 1))
+        if int(s.get("label_version", 1)) < LABEL_VERSION or not s.get("residual", False):
+            raise ValueError("its learners predict label-space values (label version 1, "
+                             "before the analytic labels); retrain it")
+        m = cls(targets=tuple(s["targets"]))
+        m.label_version_ = int(s["label_version"])
         m.features_ = feats
         mlps = {k: MaskedMLP().set_state(v) for k, v in s["mlps"].items()}
         m.models_ = {}

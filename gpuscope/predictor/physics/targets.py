@@ -1,10 +1,9 @@
 """Label spaces of the physics predictor's targets and their analytic estimates.
 
-Split out of ``hybrid`` (which re-exports every name): ``target_space`` of each target,
-encoding labels into it and decoding predictions out of it (peaks clipped to capacity,
-durations capped), and the analytic estimate of each target in its label space — the
-closed-form analytic label (``analytic_labels``), or for a label-version-1 checkpoint the
-seed-001 peak rule.
+``target_space`` of each target, encoding labels into it and decoding predictions out of it
+(peaks clipped to capacity, durations capped), and the analytic estimate of each target in
+its label space: the closed-form analytic label (``analytic``). ``hybrid`` re-exports every
+name.
 """
 
 from __future__ import annotations
@@ -62,42 +61,28 @@ def decode_targets(frame: pd.DataFrame, Z: np.ndarray, targets: tuple[str, ...],
     return np.where(np.isnan(Z), np.nan, Y)
 
 
-#: The emulator's utilisation behind each percentage peak: the legacy (label version 1)
-#: analytic peak of a checkpoint from before the analytic labels (seed 001's peak rule).
-_PEAK_UTIL = {"gpu_util_peak": "an_gpu_util", "gpu_mem_util_peak": "an_gpu_mem_util",
-              "cpu_util_peak": "an_cpu_util"}
-#: Label version of the targets' analytic bases: 2 = every target has its analytic label
-#: (``analytic_labels``) and learners predict the correction to it; 1 = checkpoints of
-#: before (learners predict the label-space value, analytic peaks by the seed-001 rule).
+#: Label version of the targets' analytic bases: every target has its analytic label
+#: (``analytic``) and learners predict the correction to it. A checkpoint of an earlier
+#: version (label-space learners, the seed-001 peak rule) must be retrained.
 LABEL_VERSION = 2
 
 
-def has_analytic(t: str, legacy: bool = False) -> bool:
-    if legacy:
-        return t in ("exec_time_s", "gpu_mem_peak") or t in _PEAK_UTIL
+def has_analytic(t: str) -> bool:
     return t == "exec_time_s" or t in LABEL_TARGETS
 
 
-def analytic_z(frame: pd.DataFrame, t: str, legacy: bool = False) -> np.ndarray:
+def analytic_z(frame: pd.DataFrame, t: str) -> np.ndarray:
     """The analytic estimate of target ``t`` in its label space: no step correction for
-    execution time; otherwise the analytic label (``analytic_labels``: the label rules on the
-    run's phase structure) encoded as the label is. ``legacy``: version-1 checkpoints' peak
-    rule (the steady-state share when above 90 % of capacity, else 0)."""
+    execution time; otherwise the analytic label (``an_<t>``: the label rules on the run's
+    phase structure) encoded as the label is."""
     if t == "exec_time_s":
         return np.zeros(len(frame))
-    if not legacy and t in LABEL_TARGETS and f"an_{t}" in frame:
-        y = frame[f"an_{t}"].to_numpy(np.float64)
-        sp = target_space(t)
-        if sp == "pct":
-            return y / 100.0
-        if sp == "cap":
-            return y / frame["an_capacity_mb"].to_numpy(np.float64)
-        return np.log1p(np.clip(y, 0, None))
-    if t == "gpu_mem_peak":
-        u = frame["an_mem_mb"].to_numpy(np.float64) / frame["an_capacity_mb"].to_numpy(np.float64)
-        u = np.where(frame["an_fits"].to_numpy(np.float64) > 0.5, u, 0.0)
-    elif t in _PEAK_UTIL:
-        u = frame[_PEAK_UTIL[t]].to_numpy(np.float64)
-    else:
+    if t not in LABEL_TARGETS:
         raise ValueError(f"no analytic estimate of {t}")
-    return np.where(u > 0.9, u, 0.0)
+    y = frame[f"an_{t}"].to_numpy(np.float64)
+    sp = target_space(t)
+    if sp == "pct":
+        return y / 100.0
+    if sp == "cap":
+        return y / frame["an_capacity_mb"].to_numpy(np.float64)
+    return np.log1p(np.clip(y, 0, None))

@@ -1,19 +1,21 @@
-"""Beyond the seed: one model for many devices, with the device's spec as graph-level input.
+"""Research (``benchmarks/predictor_multidevice.py``): one GNN for many devices, with the
+device's spec as graph-level input. No shipped checkpoint is one; the CLI neither makes nor
+scores one.
 
-The MLP reads [readout ‖ u ‖ d], where d is the device's catalog spec (``gpuscope.cluster.devices``):
+The MLP reads [readout ‖ u ‖ d], where d is the device's feature vector
+(``gpuscope.predictor.physics.features.device_features``, the physics predictor's):
 
     d = (log10 FP32 TFLOP/s, log10 best tensor-core TFLOP/s (FP32 peak if none),
          log10 memory GB, log10 memory bandwidth GB/s, SM count / 100,
          log10 PCIe GB/s, host single-core speed, log2 input-pipeline cores)
 
-standardised on the training rows. Trained on several devices' datasets (label normalisation
+appended to each row's context u, so the GNN standardises it with u on the training rows. Trained on several devices' datasets (label normalisation
 fitted on the union of their training rows) and evaluated **leave-one-device-out**: the
 held-out device's rows are predicted by a model that never saw that device.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -27,28 +29,25 @@ from gpuscope.predictor.gnn.data import PredictorData
 from gpuscope.predictor.gnn.evaluation import bundle_predict
 from gpuscope.predictor.gnn.splits import make_splits
 from gpuscope.predictor.gnn.train import FitResult, TrainConfig, fit_predictor
-
-DEVICE_FEATURES: tuple[str, ...] = (
-    "log10_fp32_tflops", "log10_tensor_tflops", "log10_mem_gb", "log10_mem_bw_gbs",
-    "sm_count_per_100", "log10_pcie_gbs", "host_single_core", "log2_pipeline_cores",
-)
+from gpuscope.predictor.physics.features import device_features
 
 
 def device_vector(name: str) -> torch.Tensor:
-    """The spec vector d of catalog device ``name`` (``DEVICE_FEATURES`` order)."""
+    """The device feature vector d of catalog device ``name`` (``physics.features.DEVICE_FEATURES`` order)."""
     from gpuscope.cluster.devices import get_device
 
-    s = get_device(name)
-    best = max(s.fp32_tflops, s.tensor_tflops, s.tf32_tflops)
-    vals = [math.log10(s.fp32_tflops), math.log10(best), math.log10(s.mem_gb),
-            math.log10(s.mem_bw_gbs), s.sm_count / 100.0, math.log10(s.pcie_gbs),
-            s.host_single_core, math.log2(max(s.host_pipeline_cores, 1e-3))]
-    return torch.tensor(vals, dtype=torch.float32)
+    return torch.tensor(list(device_features(get_device(name)).values()), dtype=torch.float32)
 
 
-def combine(datasets: list[PredictorData]) -> tuple[PredictorData, torch.Tensor]:
+def with_device(data: PredictorData, device: str) -> PredictorData:
+    """``data`` with ``device``'s vector appended to every row's context."""
+    dev = device_vector(device)[None].expand(len(data), -1)
+    return replace(data, contexts=torch.cat([data.contexts, dev], dim=1))
+
+
+def combine(datasets: list[PredictorData]) -> PredictorData:
     """One PredictorData over several devices (graphs shared by key when identical, else
-    prefixed with the device) and the per-row device vectors."""
+    prefixed with the device), each row's context extended by its device's vector."""
     if not datasets:
         raise InputError("no datasets to combine")
     from gpuscope.core.provenance import one_provenance
@@ -56,7 +55,7 @@ def combine(datasets: list[PredictorData]) -> tuple[PredictorData, torch.Tensor]
     # several devices are the point here, several provenances never
     one_provenance((d.provenance for d in datasets), "multi-device training")
     graphs: dict[str, Data] = {}
-    labels, ctx, dev = [], [], []
+    labels, ctx = [], []
     for d in datasets:
         lab = d.labels.copy()
         rename = {}
@@ -68,19 +67,17 @@ def combine(datasets: list[PredictorData]) -> tuple[PredictorData, torch.Tensor]
             graphs[rename.get(k, k)] = g
         lab["graph_key"] = lab["graph_key"].astype(str).map(lambda k, r=rename: r.get(k, k))
         labels.append(lab)
-        ctx.append(d.contexts)
-        dev.append(device_vector(d.device)[None].expand(len(d), -1))
-    merged = PredictorData(pd.concat(labels, ignore_index=True), graphs, torch.cat(ctx),
-                           "+".join(d.device for d in datasets), datasets[0].provenance,
-                           datasets[0].vocab_json, "", datasets[0].encoding)
-    return merged, torch.cat(dev)
+        ctx.append(with_device(d, d.device).contexts)
+    return PredictorData(pd.concat(labels, ignore_index=True), graphs, torch.cat(ctx),
+                         "+".join(d.device for d in datasets), datasets[0].provenance,
+                         datasets[0].vocab_json, "", datasets[0].encoding)
 
 
 def fit_multidevice(datasets: list[PredictorData], config: TrainConfig | None = None
                     ) -> FitResult:
     """Train one model on all ``datasets`` (each split by its own seeded rule, then joined)."""
     cfg = config or TrainConfig()
-    merged, dev = combine(datasets)
+    merged = combine(datasets)
     parts: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": [], "unseen": []}
     offset = 0
     for d in datasets:
@@ -88,9 +85,7 @@ def fit_multidevice(datasets: list[PredictorData], config: TrainConfig | None = 
             parts[k].append(v + offset)
         offset += len(d)
     splits = {k: np.concatenate(v) for k, v in parts.items()}
-    res = fit_predictor(merged, cfg, device_vectors=dev, splits=splits)
-    res.bundle.device_names = [d.device for d in datasets]
-    return res
+    return fit_predictor(merged, cfg, splits=splits)
 
 
 def leave_one_device_out(datasets: list[PredictorData], config: TrainConfig | None = None,
@@ -104,8 +99,7 @@ def leave_one_device_out(datasets: list[PredictorData], config: TrainConfig | No
         test = next(d for d in datasets if d.device == held)
         res = fit_multidevice([d for d in datasets if d.device != held],
                               replace(cfg, progress=False))
-        dev = device_vector(held)[None].expand(len(test), -1)
-        pred = bundle_predict(res.bundle, test, dev)
+        pred = bundle_predict(res.bundle, with_device(test, held))
         parts = make_splits(test.labels, cfg.split, cfg.seed)
         # score in the held-out device's own label space (fitted on its train rows), the
         # space its per-device model is scored in
