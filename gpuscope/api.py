@@ -98,8 +98,9 @@ def estimate(jobs: JobSpec | Sequence[JobSpec] | str | Path, devices: str = "all
 def predict(jobs: JobSpec | Sequence[JobSpec] | str | Path, device: str,
             checkpoint: str | Path | None = None,
             cache_dir: str | Path | None = None) -> pd.DataFrame:
-    """Predicted resource use of ``jobs`` on ``device`` (one row per job: ``job_id, device``,
-    the checkpoint's targets, ``oom_prob``) with ``checkpoint`` (default: the bundled
+    """Predicted resource use of ``jobs`` on ``device`` (one row per job, the columns of
+    ``gpuscope.predictor.PREDICTION_COLUMNS``: the 13 targets, ``step_s``, ``oom_prob``,
+    ``oom``, ``in_domain``, ``domain_reason``) with ``checkpoint`` (default: the bundled
     ``datasets/checkpoints/<device>.pt``)."""
     from gpuscope.core.data import bundled
     from gpuscope.predictor import load_predictor

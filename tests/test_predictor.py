@@ -263,7 +263,9 @@ def test_exec_time_is_min_max_normalised_in_log_space() -> None:
 
 def test_steps_kept_out_of_u_and_unseen_targets_are_nan() -> None:
     """``steps_in_u=False``: predictions cannot depend on steps per epoch (a campaign that tunes
-    steps per model would leak its speed through them); a target never observed in training (a CPU dataset's GPU targets) is NaN."""
+    steps per model would leak its speed through them) but through the run's total steps
+    outside the trained run lengths; a target never observed in training (a CPU dataset's
+    GPU targets) is NaN."""
     from gpuscope.predictor.gnn.data import job_from_row
     from gpuscope.predictor.gnn.predict import GNNPredictor
 
@@ -271,8 +273,17 @@ def test_steps_kept_out_of_u_and_unseen_targets_are_nan() -> None:
     res = fit_predictor(d, TrainConfig(epochs=2, steps=2, hidden=16, progress=False,
                                        steps_in_u=False))
     assert res.bundle.train["steps_in_u"] is False
-    job = job_from_row(d.labels.iloc[0]).with_(steps_per_epoch=100, job_id="a")
+    job = job_from_row(d.labels.iloc[res.splits["train"][0]]).with_(job_id="a")  # trained
     p = GNNPredictor(res.bundle, graphs=d.graphs)
-    out = p.predict([job, job.with_(steps_per_epoch=5000, job_id="b")])
-    assert out["exec_time_s"].iloc[0] == pytest.approx(out["exec_time_s"].iloc[1], rel=1e-6)
+    assert p.domain is not None
+    most = round(10 ** p.domain["max"][p.domain["features"].index("log10_steps_per_epoch")])
+    out = p.predict([job, job.with_(steps_per_epoch=10 * most, job_id="b")])
+    other = [t for t in TARGETS if t != "exec_time_s"]
+    pd.testing.assert_frame_equal(out[other].iloc[[0]].reset_index(drop=True),
+                                  out[other].iloc[[1]].reset_index(drop=True))
+    # 10x the most steps per epoch trained: the network sees the run clamped to the most
+    # (no steps in u: the same prediction as job a's) and its time is scaled 10x
+    assert out["exec_time_s"].iloc[1] == pytest.approx(10 * out["exec_time_s"].iloc[0],
+                                                       rel=1e-9)
+    assert out["in_domain"].tolist() == [True, False]
     assert out["gpu_util_peak"].isna().all() and out["cpu_util_peak"].notna().all()

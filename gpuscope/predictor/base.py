@@ -152,13 +152,21 @@ def save(predictor: Predictor, path: str | Path) -> Path:
 
 def domain_warning(pred: pd.DataFrame, what: str = "jobs") -> str | None:
     """One line when rows of a prediction frame lie outside their checkpoint's training domain
-    (``in_domain`` / ``domain_reason``), else None. ``what`` names the rows; with a ``device``
-    column holding several devices the example names its device too."""
+    (``in_domain`` / ``domain_reason``), or, when none does, when some rows' checkpoint
+    records no domain (``guard.NO_DOMAIN``), else None. ``what`` names the rows; with a
+    ``device`` column holding several devices the example names its device too."""
+    from gpuscope.predictor.guard import NO_DOMAIN
+
     if pred.empty:
         return None
     bad = pred[~pred["in_domain"].astype(bool)]
     if bad.empty:
-        return None
+        unchecked = pred[pred["domain_reason"].astype(str) == NO_DOMAIN]
+        if unchecked.empty:
+            return None
+        on = ", ".join(sorted(set(unchecked["device"].astype(str))))
+        return (f"warning: the checkpoint of {on} records no training domain: {len(unchecked)} "
+                f"of {len(pred)} {what} are not checked against it (column domain_reason)")
     first = bad.iloc[0]
     where = f" on {first['device']}" if pred["device"].nunique() > 1 else ""
     return (f"warning: {len(bad)} of {len(pred)} {what} lie outside the checkpoint's training "

@@ -9,7 +9,8 @@
 ``features``/``contexts``/``gstats`` (input standardisers), ``vocab`` (op vocabulary JSON),
 ``device``, ``provenance``, ``dataset_fingerprint``, ``split`` (kind, seed), ``train``
 (epochs run, best validation loss, seconds), ``encoding`` (the graph encoding's ``k`` and
-``features``, to encode new jobs' graphs alike).
+``features``, to encode new jobs' graphs alike), ``domain`` (the training rows' ranges of
+``gnn.domain``'s features; absent in checkpoints written before it was recorded).
 
 A file of another format version, a different target set than expected, or a corrupt file
 raises :class:`gpuscope.core.errors.CheckpointError` with one line naming the problem.
@@ -50,6 +51,7 @@ class PredictorBundle:
     split: dict[str, Any] = field(default_factory=dict)
     train: dict[str, Any] = field(default_factory=dict)
     encoding: dict[str, Any] = field(default_factory=lambda: {"k": 100, "features": "driple"})
+    domain: dict[str, Any] | None = None
 
     @property
     def config(self) -> ModelConfig:
@@ -82,6 +84,10 @@ def save_checkpoint(bundle: PredictorBundle, path: str | Path, half: bool = Fals
         "dataset_fingerprint": bundle.dataset_fingerprint, "split": dict(bundle.split),
         "train": dict(bundle.train), "encoding": dict(bundle.encoding),
     }
+    if bundle.domain is not None:
+        obj["domain"] = {"features": [str(f) for f in bundle.domain["features"]],
+                         "min": [float(v) for v in bundle.domain["min"]],
+                         "max": [float(v) for v in bundle.domain["max"]]}
     return save_checkpoint_dict(obj, path)
 
 
@@ -128,7 +134,8 @@ def load_checkpoint(path: str | Path, targets: str | tuple[str, ...] | None = No
             gstats=Standardizer.from_dict(gstats) if gstats else None,
             split=dict(obj.get("split", {})),
             train=dict(obj.get("train", {})),
-            encoding=dict(obj.get("encoding", {"k": 100, "features": "driple"})))
+            encoding=dict(obj.get("encoding", {"k": 100, "features": "driple"})),
+            domain=dict(obj["domain"]) if obj.get("domain") else None)
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(f"checkpoint {path} is corrupt ({first[:120]})") from None

@@ -46,6 +46,7 @@ from gpuscope.predictor.gnn.batching import (
 )
 from gpuscope.predictor.gnn.checkpoint import PredictorBundle
 from gpuscope.predictor.gnn.data import PredictorData
+from gpuscope.predictor.gnn.domain import fit_domain
 from gpuscope.predictor.gnn.losses import masked_bce, masked_mse
 from gpuscope.predictor.gnn.model import DriplePredictorNet, ModelConfig
 from gpuscope.predictor.gnn.splits import make_splits, subsample
@@ -272,7 +273,7 @@ def _fit(data: PredictorData, cfg: TrainConfig, init_from: PredictorBundle | Non
         net=net, targets=targets, labels=labels, features=features, contexts=contexts,
         device=data.device, provenance=data.provenance, vocab_json=data.vocab_json,
         dataset_fingerprint=data.fingerprint, gstats=gstats,
-        encoding=dict(data.encoding or {}),
+        encoding=dict(data.encoding or {}), domain=fit_domain(data, train_rows),
         split={"kind": cfg.split, "seed": cfg.seed, "fraction": cfg.fraction},
         train={"epochs_run": len(history), "best_val_mse": best, "seconds": seconds,
                "lr": cfg.lr, "batch_size": cfg.batch_size,

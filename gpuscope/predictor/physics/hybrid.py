@@ -39,6 +39,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostin
 from threadpoolctl import threadpool_limits
 
 from gpuscope.core.targets import TARGETS
+from gpuscope.predictor.guard import out_of_domain
 from gpuscope.predictor.physics.features import FEATURES, STEP_FEATURES
 from gpuscope.predictor.physics.mlp import MaskedMLP
 from gpuscope.predictor.physics.targets import (
@@ -220,7 +221,12 @@ class HybridModel(BaseEstimator):
     def predict(self, frame: pd.DataFrame, total_steps: np.ndarray) -> np.ndarray:
         """[n × T] predictions in label units (NaN for targets never learnt)."""
         frame = frame.reset_index(drop=True)
-        return decode_targets(frame, self.predict_z(frame), tuple(self.targets), total_steps,
+        return self.decode(frame, self.predict_z(frame), total_steps)
+
+    def decode(self, frame: pd.DataFrame, Z: np.ndarray, total_steps: np.ndarray
+               ) -> np.ndarray:
+        """Label units from label-space predictions ``Z`` (``predict_z``) of ``frame``."""
+        return decode_targets(frame, Z, tuple(self.targets), total_steps,
                               getattr(self, "zmax_", None))
 
     def step_time(self, frame: pd.DataFrame) -> np.ndarray:
@@ -245,24 +251,11 @@ class HybridModel(BaseEstimator):
             p = 1.0 / (1.0 + np.exp(-logit))
         return np.where(fits, p, 1.0)
 
-    def domain(self, frame: pd.DataFrame, tol: float = 0.05) -> tuple[np.ndarray, list[str]]:
-        """(in_domain per row, reason per row): an input outside its training range (widened
-        by ``tol`` × range) makes a row out of domain; the reason names up to three."""
-        names = self._features
-        X = frame[names].to_numpy(np.float64)
-        lo, hi = np.asarray(self.domain_["min"]), np.asarray(self.domain_["max"])
-        pad = tol * (hi - lo) + 1e-9
-        bad = (X < lo - pad) | (X > hi + pad)
-        # how far outside, in training ranges: the worst offenders are named first
-        dist = np.maximum(lo - X, X - hi) / (hi - lo + 1e-9)
-        reasons = []
-        for i in range(len(X)):
-            idx = np.flatnonzero(bad[i])
-            idx = idx[np.argsort(-dist[i, idx], kind="stable")]
-            reasons.append("; ".join(f"{names[k]}={X[i, k]:.3g} outside [{lo[k]:.3g}, "
-                                     f"{hi[k]:.3g}]" for k in idx[:3])
-                           + (f" (+{len(idx) - 3} more)" if len(idx) > 3 else ""))
-        return ~bad.any(axis=1), reasons
+    def domain(self, frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+        """(in_domain per row, reason per row): ``guard.out_of_domain`` of the inputs against
+        their training ranges."""
+        return out_of_domain(frame[self._features].to_numpy(np.float64), self._features,
+                             self.domain_["min"], self.domain_["max"])
 
     @property
     def _features(self) -> list[str]:

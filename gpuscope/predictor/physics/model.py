@@ -33,9 +33,10 @@ from gpuscope.core.targets import TARGETS
 from gpuscope.jobs.spec import JobSpec
 from gpuscope.predictor.base import PREDICTION_COLUMNS
 from gpuscope.predictor.checkpoint import FORMAT, read_checkpoint_dict, save_checkpoint_dict
+from gpuscope.predictor.guard import join_reasons, limit
 from gpuscope.predictor.physics.dataset import PhysicsData
 from gpuscope.predictor.physics.features import FeatureBuilder
-from gpuscope.predictor.physics.hybrid import HybridModel
+from gpuscope.predictor.physics.hybrid import HybridModel, target_space
 
 FORMAT_VERSION = 2
 
@@ -158,12 +159,8 @@ class PhysicsPredictor:
         if todo:
             ujobs = [jobs[i] for i in todo.values()]
             frame = self.builder.frame(ujobs, [device] * len(ujobs))
-            steps = np.array([j.total_steps for j in ujobs], dtype=np.float64)
-            p = self.model.oom_proba(frame)
-            ok, why = self.model.domain(frame)
-            fits = frame["an_fits"].to_numpy(np.float64) > 0.5
-            c["parts"].append((self.model.predict(frame, steps), self.model.step_time(frame),
-                               p, (p > 0.5) | ~fits, ok, why))
+            c["parts"].append(self._guarded(frame, np.array([j.total_steps for j in ujobs],
+                                                            dtype=np.float64)))
             base = len(index)
             for n, k in enumerate(todo):
                 index[k] = base + n
@@ -173,6 +170,24 @@ class PhysicsPredictor:
             c["arrays"] = tuple(np.concatenate([pt[m] for pt in parts]) for m in range(5)) + \
                 (np.array([r for pt in parts for r in pt[5]], dtype=object),)
         return np.fromiter((index[k] for k in keys), dtype=np.int64, count=len(keys))
+
+    def _guarded(self, frame: pd.DataFrame, steps: np.ndarray) -> tuple[Any, ...]:
+        """(targets, step_s, oom_prob, oom, in_domain, domain_reason) of feature rows, within
+        ``guard``'s limits: a peak above capacity is clipped and flagged (the learnt share
+        before its clip to [0, 1] decides), one above the device's memory is out of memory."""
+        Z = self.model.predict_z(frame)
+        y = self.model.decode(frame, Z, steps)
+        capacity = frame["an_capacity_mb"].to_numpy(np.float64)
+        raw = y.copy()
+        for j, t in enumerate(self.targets):
+            if target_space(t) in ("pct", "cap"):
+                raw[:, j] = Z[:, j] * (capacity if target_space(t) == "cap" else 100.0)
+        over, flagged, lim = limit(y, self.targets, capacity, raw)
+        p = np.where(over, 1.0, self.model.oom_proba(frame))
+        ok, why = self.model.domain(frame)
+        fits = frame["an_fits"].to_numpy(np.float64) > 0.5
+        return (y, self.model.step_time(frame), p, (p > 0.5) | ~fits, ok & ~flagged,
+                join_reasons(lim, why))
 
     def _frame(self, ids: list[str], device: str, rows: np.ndarray) -> pd.DataFrame:
         y, step_s, p, oom, ok, why = self._cache[device]["arrays"]
