@@ -18,7 +18,7 @@ Provenance is ``emulated`` — these are not measurements.
 
 **Allocator tables** (:func:`synthetic_tables`). Synthetic prediction and ground-truth tables, for tests and benchmarks only.
 
-They follow the predictor contract (``job_id, device, TARGETS…, oom_prob``) and the labels
+They follow the predictor contract (``gpuscope.predictor.PREDICTION_COLUMNS``) and the labels
 contract (``exec_time_s, status``) so the allocator can be developed and timed without trained
 checkpoints. Numbers come from a toy speed model (work ∝ steps × model cost; device speed
 factors) with seeded noise; they are labelled ``synthetic`` and never reported as results.
@@ -138,8 +138,9 @@ def synthetic_tables(
     """``(predictions, truth)`` long frames for ``jobs`` × ``devices``.
 
     ``truth`` has ``job_id, device, exec_time_s, status`` (``oom`` when the toy memory need
-    exceeds the device); ``predictions`` has every target plus ``oom_prob``, execution times
-    off by log-normal noise of sigma ``pred_noise``.
+    exceeds the device); ``predictions`` has the columns of
+    ``gpuscope.predictor.PREDICTION_COLUMNS`` (every row in domain), execution times off by
+    log-normal noise of sigma ``pred_noise``.
     """
     rng = np.random.default_rng(seed)
     n, m = len(jobs), len(devices)
@@ -163,8 +164,12 @@ def synthetic_tables(
         cap = (mem[None, :] * 1024 * np.ones((n, 1))).ravel() if r == "gpu_mem" else 100.0
         pred[f"{r}_peak"] = rng.uniform(0.9, 1.0, n * m) * cap
     pred["exec_time_s"] = t_pred.ravel()
+    pred["step_s"] = (t_pred / steps[:, None]).ravel()
     pred["oom_prob"] = np.clip(
         1.0 / (1.0 + np.exp(-4 * (mem_need[:, None] / mem[None, :] - 1.0))), 0, 1
     ).ravel()
-    assert list(pred.columns[2:-1]) == list(TARGETS)
+    pred["oom"] = pred["oom_prob"] > 0.5
+    pred["in_domain"] = True
+    pred["domain_reason"] = ""
+    assert list(pred.columns[2:2 + len(TARGETS)]) == list(TARGETS)
     return pred, truth

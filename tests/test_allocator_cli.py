@@ -198,7 +198,11 @@ def test_domain_warning_counts_and_names_the_first() -> None:
         "warning: 2 of 4 (job, device) predictions lie outside the checkpoint's training "
         "domain (column in_domain; e.g. b on v100: r_log_epochs=3 outside [0, 1.3])")
     assert domain_warning(pred.assign(in_domain=True)) is None
-    assert domain_warning(pred.drop(columns=["in_domain"])) is None  # a GNN checkpoint's frame
+    # a checkpoint that records no domain (an old GNN's without its dataset): one line
+    unchecked = pred.assign(in_domain=True, domain_reason="no domain recorded")
+    assert domain_warning(unchecked) == (
+        "warning: the checkpoints of a100, v100 record no training domain: 4 of 4 (job, "
+        "device) predictions are not checked against it (column domain_reason)")
 
 
 def test_allocate_warns_when_predictions_extrapolate(tmp_path, monkeypatch, fake_predictor,

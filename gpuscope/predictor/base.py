@@ -164,9 +164,11 @@ def domain_warning(pred: pd.DataFrame, what: str = "jobs") -> str | None:
         unchecked = pred[pred["domain_reason"].astype(str) == NO_DOMAIN]
         if unchecked.empty:
             return None
-        on = ", ".join(sorted(set(unchecked["device"].astype(str))))
-        return (f"warning: the checkpoint of {on} records no training domain: {len(unchecked)} "
-                f"of {len(pred)} {what} are not checked against it (column domain_reason)")
+        devs = sorted(set(unchecked["device"].astype(str)))
+        many = len(devs) > 1
+        return (f"warning: the checkpoint{'s' if many else ''} of {', '.join(devs)} "
+                f"record{'' if many else 's'} no training domain: {len(unchecked)} of "
+                f"{len(pred)} {what} are not checked against it (column domain_reason)")
     first = bad.iloc[0]
     where = f" on {first['device']}" if pred["device"].nunique() > 1 else ""
     return (f"warning: {len(bad)} of {len(pred)} {what} lie outside the checkpoint's training "
