@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from gpuscope.cluster.devices import get_device
-from gpuscope.emulator import EmulatorParams, estimate, footprint, multi_gpu_time, speedup
+from gpuscope.emulator import Estimate, EmulatorParams, estimate, footprint, multi_gpu_time, speedup
 from gpuscope.emulator.multigpu import allreduce_s
 from gpuscope.emulator.perf import GraphCost
 from gpuscope.emulator.traces import synth_trace
@@ -93,15 +93,25 @@ def test_faster_device_never_slower_on_compute_bound_job() -> None:
         assert ef.exec_time_s <= es.exec_time_s, (slow, fast)
 
 
-def test_oom_exactly_when_footprint_exceeds_memory() -> None:
+def test_oom_exactly_when_the_least_footprint_exceeds_memory() -> None:
+    """Three states: above the band's upper end the job fits; inside the band it is at risk
+    and still runs (status ok); below its lower end it is certainly out of memory."""
     g = conv_net(32)
     base = get_device("gtx1080")
-    need = estimate(job(), g, base, P).mem_mb
-    fits = dataclasses.replace(base, mem_gb=(need + 1.0) / 1024)
-    short = dataclasses.replace(base, mem_gb=(need - 1.0) / 1024)
-    assert estimate(job(), g, fits, P).status == "ok"
-    e = estimate(job(), g, short, P)
-    assert e.status == "oom" and e.exec_time_s == pytest.approx(e.startup_s)
+    m = estimate(job(), g, base, P).memory
+    assert m.lo_mb < m.total_mb < m.hi_mb
+
+    def at(mb: float) -> Estimate:
+        return estimate(job(), g, dataclasses.replace(base, mem_gb=mb / 1024), P)
+
+    e = at(m.hi_mb + 1.0)
+    assert (e.status, e.fit_status, e.memory.at_risk) == ("ok", "fits", False)
+    for mb in (m.hi_mb - 1.0, m.total_mb - 1.0, m.lo_mb + 1.0):
+        e = at(mb)
+        assert (e.status, e.fit_status, e.memory.fits, e.memory.oom) == ("ok", "at_risk", True, False)
+    e = at(m.lo_mb - 1.0)
+    assert (e.status, e.fit_status, e.memory.oom) == ("oom", "oom", True)
+    assert e.exec_time_s == pytest.approx(e.startup_s)
 
 
 def test_cpu_bottleneck_on_slow_host() -> None:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuscope.emulator.memory import (
+    EXTRA_OUTPUT_BYTES,
     UNSIZED_OUTPUTS,
     VIEW_OPS,
     activation_bytes,
@@ -59,12 +60,27 @@ MULTI_OUTPUT_GRAD_OPS = frozenset({
     "_native_batch_norm_legit_backward", "cudnn_convolution_backward",
 })
 _NO_ALLOC = frozenset({"constant", "control"})
-#: Forward ops with a second output as large as the first that the trace does not size:
-#: max pooling's int64 indices (saved for backward), bytes per output element.
-EXTRA_OUTPUT_BYTES = {
-    "max_pool2d_with_indices": 8, "max_pool3d_with_indices": 8, "adaptive_max_pool2d": 8,
-    "adaptive_max_pool3d": 8, "max_pool1d_with_indices": 8,
-}
+
+
+#: Multi-output gradient ops that read a norm's weight but also produce its bias's gradient.
+_NORM_GRAD_OPS = frozenset(o for o in MULTI_OUTPUT_GRAD_OPS if "norm" in o)
+
+
+def _param_reads(graph: OpGraph) -> np.ndarray:
+    """Bytes of trainable parameters (``Parameter`` nodes, or views of them) each op reads."""
+    nodes = graph.nodes
+    is_param = np.array([nd.op == "Parameter" for nd in nodes], dtype=bool)
+    first_pred: dict[int, int] = {}
+    for s, d in graph.edges:
+        first_pred.setdefault(d, s)
+    for i, nd in enumerate(nodes):  # execution order: a view's source comes first
+        if op_base(nd.op) in VIEW_OPS and is_param[first_pred.get(i, i)]:
+            is_param[i] = True
+    reads = np.zeros(len(nodes), dtype=np.float64)
+    for s, d in graph.edges:
+        if is_param[s] and not is_param[d]:
+            reads[d] += nodes[s].out_bytes
+    return reads
 
 
 def _is_multi_grad(op: str) -> bool:
@@ -154,7 +170,15 @@ def live_profile(graph: OpGraph, param_bytes: float) -> np.ndarray | None:
         w = np.where(multi, 0.0, size[g_idx])
         known = float(w.sum())
         if multi.any() and known < param_bytes:
-            w[multi] = (param_bytes - known) / float(multi.sum())
+            # each multi-output op's share in proportion to the parameters it reads (a
+            # convolution's weight; a norm's weight, whose bias gradient is as large);
+            # equal shares where no parameter read is traced
+            share = _param_reads(graph)[g_idx[multi]]
+            share = np.where([op_base(nodes[i].op) in _NORM_GRAD_OPS for i in g_idx[multi]],
+                             2.0 * share, share)
+            if share.sum() <= 0:
+                share = np.ones(int(multi.sum()))
+            w[multi] = (param_bytes - known) * share / float(share.sum())
         w *= param_bytes / max(float(w.sum()), 1.0)
         gdiff = np.zeros(n, dtype=np.float64)
         np.add.at(gdiff, g_idx, w)

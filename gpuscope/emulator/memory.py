@@ -1,36 +1,48 @@
-"""Device memory footprint of a training job (seed 001 §4.2).
+"""Device memory footprint of a training job, with an uncertainty band and a fit status.
 
-footprint = CUDA context + weights + gradients + optimizer state + saved activations
-+ workspace:
+footprint = CUDA context + weights + gradients + optimizer state + activations + workspace:
 
 * weights and gradients: ``param_bytes`` each (FP32 master weights; under AMP autocast keeps a
-  half-precision copy of the weights it casts, + ``param_bytes / 2``);
+  half-precision copy of the weights it casts, + ``param_bytes / 2``, on graphs not traced
+  under autocast; a traced AMP step already holds its casts);
 * optimizer state: ``OPTIMIZER_COPIES`` parameter-sized buffers per optimizer (Adam/AdamW 2,
   SGD with momentum 1 -- the catalog's ``sgd`` uses momentum 0.9 --, RMSprop 1 (+1 centred),
   Adagrad 1, plain SGD 0);
-* activations: what autograd keeps for the backward pass. In the traced step a tensor is kept
-  for backward exactly when a backward-phase op reads it, so the saved set is read off the
-  OpGraph's edges: every forward op whose output feeds a backward op, resolved through views
-  to the op that allocated the storage, each storage counted once, parameters and the input
-  batch excluded (``saved_bytes``); outputs the trace does not size (``native_dropout``'s
-  bool mask, the fused attention's logsumexp and RNG state) are added when their backward
-  op reads them (``UNSIZED_OUTPUTS``). The test suite checks it against
-  ``torch.autograd.graph.saved_tensors_hooks`` on a transformer layer. Graphs without
-  backward edges (e.g. some TensorFlow exports) fall back to every forward output that
-  allocates (``activation_bytes``);
-  this saved-set rule is the previous behaviour (``EmulatorParams.memory_liveness = 0``); the
-  default is the step's liveness peak less its gradients (``emulator.liveness``), which also
-  counts the transients alive together (a language model's logits and their gradient);
+* activations: by default the step's liveness peak less its gradients
+  (``emulator.liveness``: every storage alive at once, transients included, such as a language
+  model's logits and their gradient, and the foreach optimizer's parameter-sized temporaries).
+  ``EmulatorParams.memory_liveness = 0`` restores the saved-for-backward rule
+  (``saved_bytes``): a forward op's output is kept exactly when a backward-phase op reads it,
+  resolved through views to the op that allocated the storage, each storage once, parameters
+  and the input batch excluded; outputs the trace does not size (``UNSIZED_OUTPUTS``) are
+  added when their backward op reads them. Graphs without backward edges (e.g. some
+  TensorFlow exports) fall back to every forward output that allocates
+  (``activation_bytes``);
 * the caching allocator's fragmentation adds ``alloc_overhead`` to activations and gradients;
   cuDNN/cuBLAS workspace a constant.
 
-A job whose footprint exceeds the device's memory fails with status ``oom``.
+That sum (``MemoryFootprint.total_mb``) is what ``nvidia-smi`` shows when memory is plentiful:
+context + the allocator's peak reserve. It is not the least memory the step needs: close to
+the card's limit the allocator releases its cached blocks and retries before it fails, and
+cuDNN's benchmark skips algorithms whose workspace does not fit. So the footprint carries a
+band (``lo_mb``, ``hi_mb``):
+
+* ``lo_mb``: the least the step can run in: the smallest CUDA context (lazy module loading),
+  cuBLAS's workspace only, no fragmentation, and the traced tensors less the model's
+  relative error ``mem_err`` (log units, from the measured allocator peaks);
+* ``hi_mb``: the most it may need: the largest context (eager module loading), a large cuDNN
+  workspace, the central fragmentation, and the tensors plus ``mem_err``.
+
+``fit_status``: ``oom`` when even ``lo_mb`` exceeds the device's memory (certainly out of
+memory: the emulated run fails), ``at_risk`` when the memory lies inside the band (the run
+proceeds; it may fail), ``fits`` when ``hi_mb`` fits.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -61,16 +73,28 @@ VIEW_OPS = frozenset({
 #:   ``_scaled_dot_product_flash_attention`` / ``_efficient_attention`` return them);
 #: * a layer norm's saved statistics (FP32 mean and inverse std per row, rows taken as the
 #:   output's numel over its last dimension): its backward reads the input and these, not the
-#:   output (``native_layer_norm_backward``'s schema). Batch norm's backward does not read its
-#:   output either, but it keeps its output-sized entry here: see CHANGELOG.md
-#:   ("Liveness memory on the H100 check", batch norm) for why that is not changed.
+#:   output (``native_layer_norm_backward``'s schema);
+#: * a batch norm's saved statistics (FP32 mean and inverse std per channel): its backward
+#:   reads the input, the weight and these, not the output (``native_batch_norm_backward``
+#:   and ``cudnn_batch_norm_backward`` in ``derivatives.yaml``), so the output lives only to
+#:   its last forward reader (a ResNet bottleneck's last one: the residual add).
 UNSIZED_OUTPUTS: dict[str, tuple[str, bool, Callable[[OpNode], float]]] = {
     "native_dropout": ("native_dropout_backward", False, lambda n: float(n.numel)),
     "native_layer_norm": ("native_layer_norm_backward", False,
                           lambda n: 8.0 * n.numel / max(int(n.shape[-1]) if n.shape else 1, 1)),
+    **{k: ("native_batch_norm_backward", False,
+           lambda n: 8.0 * (int(n.shape[1]) if len(n.shape) > 1 else 1))
+       for k in ("native_batch_norm", "_native_batch_norm_legit")},
     **{k: (f"{k}_backward", True,
            lambda n: 4.0 * n.numel / max(int(n.shape[-1]) if n.shape else 1, 1) + 16.0)
        for k in ("sdpa_attention", "sdpa_attention_causal")},
+}
+
+#: Forward ops with a second output as large as the first that the trace does not size:
+#: max pooling's int64 indices (saved for backward), bytes per output element.
+EXTRA_OUTPUT_BYTES = {
+    "max_pool2d_with_indices": 8, "max_pool3d_with_indices": 8, "adaptive_max_pool2d": 8,
+    "adaptive_max_pool3d": 8, "max_pool1d_with_indices": 8,
 }
 
 
@@ -147,7 +171,8 @@ def saved_bytes(graph: OpGraph) -> float:
         return i
 
     roots = {storage(i) for i in fwd_to_bwd}
-    return float(sum(nodes[i].out_bytes for i in roots if nodes[i].op_class != "constant")
+    return float(sum(nodes[i].out_bytes + nodes[i].numel * EXTRA_OUTPUT_BYTES.get(op_base(nodes[i].op), 0)
+                     for i in roots if nodes[i].op_class != "constant")
                  + sum(unsized_bytes(nodes[i]) for i in masks))
 
 
@@ -161,7 +186,8 @@ def param_bytes(graph: OpGraph) -> float:
 
 @dataclass(frozen=True)
 class MemoryFootprint:
-    """Memory of one job on one device, in MB (MiB, as NVML reports)."""
+    """Memory of one job on one device, in MB (MiB, as NVML reports): the central components,
+    the band ``lo_mb``..``hi_mb`` and the device's ``capacity_mb`` (module docstring)."""
 
     context_mb: float
     weights_mb: float
@@ -170,15 +196,41 @@ class MemoryFootprint:
     activations_mb: float
     workspace_mb: float
     capacity_mb: float
+    lo_mb: float
+    hi_mb: float
 
     @property
     def total_mb(self) -> float:
+        """The central footprint (what ``nvidia-smi`` shows when memory is plentiful)."""
         return (self.context_mb + self.weights_mb + self.grads_mb + self.optimizer_mb
                 + self.activations_mb + self.workspace_mb)
 
     @property
+    def fit_status(self) -> str:
+        """``fits``, ``at_risk`` or ``oom`` (module docstring)."""
+        if self.lo_mb > self.capacity_mb:
+            return "oom"
+        return "at_risk" if self.hi_mb > self.capacity_mb else "fits"
+
+    @property
+    def oom(self) -> bool:
+        """Certainly out of memory: even the band's lower end exceeds the device."""
+        return self.lo_mb > self.capacity_mb
+
+    @property
+    def at_risk(self) -> bool:
+        """The device's memory lies inside the band: the run proceeds and may fail."""
+        return self.fit_status == "at_risk"
+
+    @property
     def fits(self) -> bool:
-        return self.total_mb <= self.capacity_mb
+        """The emulated run proceeds (not certainly out of memory; it may be ``at_risk``)."""
+        return not self.oom
+
+    def times(self, n: float) -> MemoryFootprint:
+        """``n`` processes' footprints on one device (each its own context, model and state)."""
+        return replace(self, **{f.name: getattr(self, f.name) * n for f in fields(self)
+                                if f.name != "capacity_mb"})
 
 
 def footprint(graph: OpGraph, optimizer: str, device: DeviceSpec,
@@ -192,17 +244,30 @@ def footprint(graph: OpGraph, optimizer: str, device: DeviceSpec,
     return footprint_from_sizes(pb, act, optimizer, device, params, precision)
 
 
+#: Saved-activation bytes under AMP over those of an FP32 trace, at least and at most: every
+#: tensor in half precision, or every one kept in FP32 (the central factor is
+#: ``EmulatorParams.amp_act_factor``).
+AMP_ACT_FACTOR_BAND: tuple[float, float] = (0.5, 1.0)
+
+
 def footprint_from_sizes(
     param_bytes: float, act_bytes: float, optimizer: str, device: DeviceSpec,
     params: EmulatorParams, precision: str = "fp32",
 ) -> MemoryFootprint:
-    """The footprint from parameter and saved-activation bytes (see the module docstring).
-    ``act_bytes`` is the FP32 trace's; under AMP the saved tensors are mostly half precision
-    (``params.amp_act_factor`` of the FP32 bytes: softmax/norm/loss outputs stay FP32)."""
+    """The footprint and its band from parameter and activation bytes (module docstring).
+    ``act_bytes`` is the trace's; ``precision`` ``amp-*`` marks an FP32 trace run under AMP:
+    the activations are mostly half precision (``params.amp_act_factor`` of the FP32 bytes,
+    ``AMP_ACT_FACTOR_BAND`` in the band) and autocast keeps half-precision weight casts."""
     over = 1.0 + params.alloc_overhead
     amp = precision.startswith("amp")
+    act_lo, act_hi = (f * act_bytes for f in (AMP_ACT_FACTOR_BAND if amp else (1.0, 1.0)))
     act = act_bytes * (params.amp_act_factor if amp else 1.0)
     weights = param_bytes * (1.5 if amp else 1.0)
+    state = weights + OPTIMIZER_COPIES.get(optimizer, 1) * param_bytes
+    lo = (params.context_mb_lo + params.workspace_mb_lo
+          + (state + param_bytes + act_lo) * math.exp(-params.mem_err) / MB)
+    hi = (params.context_mb_hi + params.workspace_mb_hi
+          + (state + (param_bytes + act_hi) * over) * math.exp(params.mem_err) / MB)
     return MemoryFootprint(
         context_mb=params.context_mb,
         weights_mb=weights / MB,
@@ -211,4 +276,6 @@ def footprint_from_sizes(
         activations_mb=act * over / MB,
         workspace_mb=params.workspace_mb,
         capacity_mb=device.mem_mb,
+        lo_mb=lo,
+        hi_mb=hi,
     )

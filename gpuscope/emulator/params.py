@@ -142,6 +142,16 @@ class EmulatorParams:
         context_mb: CUDA context + framework reservation on the device, MB.
         workspace_mb: cuDNN/cuBLAS workspace, MB.
         alloc_overhead: caching-allocator fragmentation on activations and gradients.
+        context_mb_lo, context_mb_hi: the memory band's CUDA context (``emulator.memory``):
+            PyTorch with lazy module loading creates a 287 MB context, with eager loading
+            667 MB (pytorch/pytorch#86509), 781 MB measured on an older release
+            (pytorch/pytorch#34323).
+        workspace_mb_lo, workspace_mb_hi: the band's workspace: cuBLAS's alone (two handles,
+            forward and autograd threads, of 32 MiB on Hopper: ``CublasHandlePool.cpp``);
+            a large cuDNN algorithm's.
+        mem_err: relative error of the traced tensors' bytes against the allocator's peak
+            (log units; both ends of the band), from the measured H100 steps
+            (``benchmarks/emulator_memory.py``).
         memory_liveness: 1 (default): the activation memory is the step's liveness peak
             over the traced graph less its gradients (``emulator.liveness``); 0: the previous rule, the bytes saved for backward (``memory.saved_bytes``).
         overlap: fraction of the gradient all-reduce hidden behind backward (fitted).
@@ -190,6 +200,11 @@ class EmulatorParams:
     workspace_mb: float = 256.0
     alloc_overhead: float = 0.1
     memory_liveness: float = 1.0
+    context_mb_lo: float = 270.0
+    context_mb_hi: float = 750.0
+    workspace_mb_lo: float = 64.0
+    workspace_mb_hi: float = 512.0
+    mem_err: float = 0.08
     overlap: float = 0.5
     link_eff: float = 0.7
     allreduce_latency_us: float = 30.0

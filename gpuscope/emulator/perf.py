@@ -110,7 +110,7 @@ evaluation + checkpoint) + expected input-pipeline stalls.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -179,6 +179,12 @@ class Estimate:
     def samples_per_s(self) -> float:
         """Training throughput (0 for a run that does not fit)."""
         return 0.0 if self.status != "ok" else self.batch_size / self.iter_s
+
+    @property
+    def fit_status(self) -> str:
+        """``fits``, ``at_risk`` or ``oom`` (``memory.MemoryFootprint.fit_status``); status
+        ``oom`` exactly when this is ``oom``."""
+        return self.memory.fit_status
 
 
 def _mm_rate(cost: GraphCost, device: DeviceSpec, params: EmulatorParams, precision: str,
@@ -329,9 +335,7 @@ def estimate(
     mem = footprint_from_sizes(cost.param_bytes, cost.act_bytes(p), job.optimizer, device, p,
                                "fp32" if cost.half_traced else prec)
     if cost.workers > 1:  # one process per worker: each its own context, model and state
-        w = float(cost.workers)
-        mem = replace(mem, **{f: getattr(mem, f) * w for f in (
-            "context_mb", "weights_mb", "grads_mb", "optimizer_mb", "activations_mb", "workspace_mb")})
+        mem = mem.times(float(cost.workers))
     speed = device.host_single_core
     t_gpu, t_fwd, t_mem = gpu_times(cost, device, p, prec)
     t_gpu += zero_grad_gpu_s(cost, device, p)

@@ -53,7 +53,8 @@ def run_meta(
 ) -> TraceMeta:
     """The run's TraceMeta: provenance emulated, the catalog spec as device_info."""
     err = "" if est.status == "ok" else (
-        f"CUDA out of memory (emulated: footprint {est.mem_mb:.0f} MB > {device.mem_mb:.0f} MB)"
+        f"CUDA out of memory (emulated: footprint {est.mem_mb:.0f} MB, at least "
+        f"{est.memory.lo_mb:.0f} MB > {device.mem_mb:.0f} MB)"
     )
     return TraceMeta(
         run_id=job.key, job=job.to_dict(), device=device.name, status=est.status,

@@ -9,8 +9,15 @@
 For each job x device: the emulator's ``estimate(job, graph, device)`` (seed 001 §4 device
 model, ``gpuscope.emulator``) on the job's training-step graph (exported once, through the
 content-keyed ``GraphCache``): step time, throughput, memory footprint against the device's
-memory (fits or OOM), the bottleneck, and the execution time of the job's epochs. Every number
-is emulated, not measured, and the output says so.
+memory, the bottleneck, and the execution time of the job's epochs. Every number is emulated,
+not measured, and the output says so.
+
+Memory columns (``gpuscope.emulator.memory``): ``mem_gb`` the central footprint (what
+``nvidia-smi`` would show), ``mem_gb_lo``..``mem_gb_hi`` its uncertainty band (GiB),
+``fit`` one of ``fits`` (the band's upper end fits the device), ``at_risk`` (the device's
+memory lies inside the band: the run proceeds and may fail) and ``oom`` (even the band's
+lower end exceeds it); ``at_risk`` is ``fit == "at_risk"``; ``fits`` is True unless the job
+is certainly out of memory (``status`` ``oom``), as before the band existed.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from gpuscope.workloads.args import add_job_arguments, job_from_args
 COLUMNS: tuple[str, ...] = (
     "job_id", "model", "device", "status", "step_s", "samples_per_s", "mem_gb", "device_mem_gb",
     "fits", "bottleneck", "gpu_util", "epochs", "steps", "exec_time_s", "provenance",
+    "mem_gb_lo", "mem_gb_hi", "fit", "at_risk",
 )
 
 
@@ -80,7 +88,9 @@ def estimate_rows(jobs: list[Any], devices: list[Any], graph_cache: str | None =
                 "fits": ok, "bottleneck": e.bottleneck if ok else "memory (OOM)",
                 "gpu_util": e.gpu_util if ok else math.nan, "epochs": job.epochs,
                 "steps": job.total_steps, "exec_time_s": e.exec_time_s if ok else math.nan,
-                "provenance": "emulated",
+                "provenance": "emulated", "mem_gb_lo": e.memory.lo_mb / 1024,
+                "mem_gb_hi": e.memory.hi_mb / 1024, "fit": e.fit_status,
+                "at_risk": e.memory.at_risk,
             })
     return rows, facts
 
@@ -111,19 +121,21 @@ def _human(s: float) -> str:
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     """A fixed-width table, one line per row (seconds; execution time also humanised)."""
-    head = ("device", "status", "step (s)", "samples/s", "mem (GB)", "of (GB)", "bottleneck",
-            "exec time (s)", "")
+    head = ("device", "status", "step (s)", "samples/s", "mem (GB)", "band (GB)", "of (GB)",
+            "bottleneck", "exec time (s)", "")
     lines = [head]
     for r in rows:
         ok = r["status"] == "ok"
         lines.append((
-            r["device"], "ok" if ok else "OOM", f"{r['step_s']:.4f}" if ok else "-",
+            r["device"], {"fits": "ok", "at_risk": "at risk", "oom": "OOM"}[r["fit"]],
+            f"{r['step_s']:.4f}" if ok else "-",
             f"{r['samples_per_s']:.1f}" if ok else "-", f"{r['mem_gb']:.2f}",
+            f"{r['mem_gb_lo']:.1f}-{r['mem_gb_hi']:.1f}",
             f"{r['device_mem_gb']:.0f}", str(r["bottleneck"]),
             f"{r['exec_time_s']:.0f}" if ok else "-", _human(r["exec_time_s"]) if ok else "",
         ))
     widths = [max(len(str(x[i])) for x in lines) for i in range(len(head))]
-    left = {0, 1, 6, 8}
+    left = {0, 1, 7, 9}
     return "\n".join("  ".join(str(c).ljust(w) if i in left else str(c).rjust(w)
                                for i, (c, w) in enumerate(zip(x, widths, strict=True))).rstrip()
                      for x in lines)
@@ -192,6 +204,8 @@ def _run(a: argparse.Namespace) -> int:
                   f"{f['gflops']:,.1f} GFLOPs/step")
             print(format_table([r for r in rows if r["job_id"] == (job.job_id or job.key)]))
             print()
+        print("band: the footprint's uncertainty; at risk: the device's memory lies inside it "
+              "(the job may fail); OOM: even its lower end does not fit")
         print("emulated (gpuscope.emulator, catalog specs), not measured; times in seconds")
     elif a.format == "csv":
         import pandas as pd
