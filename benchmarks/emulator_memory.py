@@ -46,13 +46,14 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuscope.devices import DeviceSpec, get_device  # noqa: E402
+from gpuscope.cluster.devices import DeviceSpec, get_device  # noqa: E402
+from gpuscope.core.data import data_dir  # noqa: E402
 from gpuscope.emulator import default_params, estimate  # noqa: E402
 from gpuscope.emulator.params import EmulatorParams  # noqa: E402
 from gpuscope.emulator.perf import GraphCost  # noqa: E402
-from gpuscope.external import data_dir  # noqa: E402
 from gpuscope.graphs import GraphCache  # noqa: E402
-from gpuscope.jobs import MODEL_FAMILY, FieldError, JobSpec, source_model_name  # noqa: E402
+from gpuscope.jobs.catalog import MODEL_FAMILY  # noqa: E402
+from gpuscope.jobs.spec import FieldError, JobSpec, source_model_name  # noqa: E402
 
 STEPS = ROOT / "datasets/measured/h100-steps.csv"
 RUNS = ROOT / "datasets/measured/h100/labels.parquet"
@@ -146,8 +147,8 @@ def gpu_benchmark(cache: GraphCache, memo: dict, shared: Path) -> list[Run]:
 
 
 def gavel_runs(cache: GraphCache, memo: dict) -> list[Run]:
-    from gpuscope.emulator.calibrate import load_gavel
-    from gpuscope.emulator.fidelity import GAVEL_FAMILIES, GavelJob, gavel_cost
+    from gpuscope.emulator.calibration.fidelity import GAVEL_FAMILIES, GavelJob, gavel_cost
+    from gpuscope.emulator.calibration.fit import load_gavel
 
     g = load_gavel(data_dir() / "gavel" / "simulation_throughputs.json")
     g = g[(g.n_gpus == 1) & g.model.isin(list(GAVEL_FAMILIES))]
@@ -169,7 +170,7 @@ def alexnet_runs(cache: GraphCache, memo: dict) -> tuple[list[Run], int]:
     table holds measured and fitted times, and its own ``Memory`` column (GB, by batch: 4 at
     128 to 12 at 1024) exceeds the GPU's memory for some pairs (the 2 GB Quadro P600 at every
     batch): fitted entries, not runs that fitted."""
-    from gpuscope.emulator.calibrate import load_alexnet
+    from gpuscope.emulator.calibration.fit import load_alexnet
 
     path = data_dir() / "gpuscheduler" / "data_2d10d_filtered.csv"
     need_gb = pd.read_csv(path).groupby("Batchsize")["Memory"].max()

@@ -83,7 +83,8 @@ def trace(model: nn.Module, *, dataset: str, batch_size: int, optimizer: str = "
 def estimate(jobs: JobSpec | Sequence[JobSpec] | str | Path, devices: str = "all",
              graph_cache: str | Path | None = None) -> pd.DataFrame:
     """The emulator on catalog GPUs: one row per job x device (columns of ``gpuscope
-    estimate``: status, step_s, samples_per_s, mem_gb, fits, bottleneck, exec_time_s, ...).
+    estimate``: status, step_s, samples_per_s, mem_gb, fits, bottleneck, exec_time_s, ...,
+    mem_gb_lo, mem_gb_hi, fit, at_risk).
     ``jobs``: a job, a list, or a queue file; ``devices``: ``all`` or ``v100,a100``."""
     import pandas as pd
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from gpuscope.cluster.devices import get_device
-from gpuscope.emulator import Estimate, EmulatorParams, estimate, footprint, multi_gpu_time, speedup
+from gpuscope.emulator import EmulatorParams, Estimate, estimate, footprint, multi_gpu_time, speedup
 from gpuscope.emulator.multigpu import allreduce_s
 from gpuscope.emulator.perf import GraphCost
 from gpuscope.emulator.traces import synth_trace

@@ -19,14 +19,14 @@ from autograd_peak import PeakLiveBytes
 from autograd_saved import saved_storage_bytes
 from torch import nn
 
-from gpuscope.devices import get_device
+from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import default_params, estimate
-from gpuscope.emulator.estimate_cmd import estimate_rows
 from gpuscope.emulator.liveness import live_activation_bytes
 from gpuscope.emulator.memory import MB, footprint_from_sizes, param_bytes, saved_bytes
 from gpuscope.emulator.perf import GraphCost
-from gpuscope.graphs.torch_frontend import trace_train_step
-from gpuscope.jobs import JobSpec
+from gpuscope.emulator.table import estimate_rows
+from gpuscope.graphs.frontends.torch import trace_train_step
+from gpuscope.jobs.spec import JobSpec
 
 P = default_params()
 #: the footprint's tensors alone: no context, workspace or fragmentation

@@ -148,12 +148,16 @@ def live_profile(graph: OpGraph, param_bytes: float) -> np.ndarray | None:
     size = np.array([float(nd.out_bytes + nd.numel * EXTRA_OUTPUT_BYTES.get(op_base(nd.op), 0))
                      for nd in nodes], dtype=np.float64)
     is_bwd = np.array([p == "backward" for p in phase], dtype=bool)
+    multi_all = np.array([_is_multi_grad(nd.op) for nd in nodes], dtype=bool)
+    if not read_by_opt.any():
+        # no optimizer step (``none``): a gradient is a backward output nothing reads (it
+        # stays in ``.grad``) or a multi-output gradient op that reads a parameter
+        opt_root = (end == np.arange(n)) | (multi_all & (_param_reads(graph) > 0))
     grad = alloc & is_bwd & opt_root
     # a multi-output gradient op's recorded output (its input gradient) is alive until the
     # rest of backward has read it; the gradients' own bytes are added below
     stop = np.where(grad, end_nonopt, end)
     diff = np.zeros(n + 1, dtype=np.float64)
-    multi_all = np.array([_is_multi_grad(nd.op) for nd in nodes], dtype=bool)
     idx = np.flatnonzero(alloc & ~(grad & ~multi_all))  # single-output gradients: below
     np.add.at(diff, idx, size[idx])
     np.add.at(diff, stop[idx] + 1, -size[idx])
@@ -183,7 +187,7 @@ def live_profile(graph: OpGraph, param_bytes: float) -> np.ndarray | None:
         gdiff = np.zeros(n, dtype=np.float64)
         np.add.at(gdiff, g_idx, w)
         live += np.cumsum(gdiff)
-    elif param_bytes > 0:  # gradients not traced apart: all alive from backward on
+    elif param_bytes > 0:  # no gradient op found: all alive from backward on
         first_bwd = int(np.argmax(is_bwd)) if is_bwd.any() else n
         live[first_bwd:] += param_bytes
     return live
