@@ -59,10 +59,10 @@ STEPS = ROOT / "datasets/measured/h100-steps.csv"
 RUNS = ROOT / "datasets/measured/h100/labels.parquet"
 MAX_BATCH = ROOT / "datasets/measured/max-batch.csv"
 SQUAD = {m: f"{ROOT / 'benchmarks/memory_models.py'}:{m}" for m in ("bert_base_squad", "bert_large_squad")}
-#: pytorch-gpu-benchmark GPU -> (catalog device of its architecture, memory GB).
+#: pytorch-gpu-benchmark GPU -> (catalog device, memory GB).
 PGB_GPUS: dict[str, tuple[str, float]] = {
-    "RTX 2080 Ti 11GB": ("t4", 11.0), "TITAN Xp 12GB": ("titanx", 12.0),
-    "TITAN RTX 24GB": ("t4", 24.0), "A100 40GB SXM4 (DGX A100)": ("a100", 40.0),
+    "RTX 2080 Ti 11GB": ("rtx2080ti", 11.0), "TITAN Xp 12GB": ("titan-xp", 12.0),
+    "TITAN RTX 24GB": ("titan-rtx", 24.0), "A100 40GB SXM4 (DGX A100)": ("a100", 40.0),
 }
 #: Families whose graphs have convolutions: their measured reserve holds cuDNN benchmark trials.
 CONV_FAMILIES = frozenset({"resnet", "vgg", "densenet", "inception", "lenet", "alexnet", "gan", "vae"})
