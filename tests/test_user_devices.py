@@ -52,7 +52,7 @@ def test_add_like_scales_peaks_and_bandwidth_by_sms(user_catalog: Path, capsys) 
     assert main(["devices", "add", "my-gpu", "--like", "a100",
                  "--spec", "mem_gb=48,sm_count=84"]) == 0
     d = get_device("my-gpu")
-    # the A100 has 108 SMs and no clock in the catalog: scaled by 84/108 alone
+    # the A100 has 108 SMs; the new GPU gives no clock: scaled by 84/108 alone
     assert d.fp32_tflops == pytest.approx(19.5 * 84 / 108, abs=1e-3)
     assert d.tensor_tflops == pytest.approx(312 * 84 / 108, abs=1e-3)
     assert d.tf32_tflops == pytest.approx(156 * 84 / 108, abs=1e-3)
@@ -111,7 +111,7 @@ def test_add_from_nvml_reads_the_gpu(user_catalog: Path, monkeypatch, capsys) ->
     assert d.fp32_tflops == pytest.approx(19.49, abs=0.01)
     assert d.mem_bw_gbs == pytest.approx(1555.2, abs=0.1)
     assert d.boost_clock_mhz == 1410.0
-    # NVML cannot say the tensor peaks: the A100's, at the same SM count (no clock in a100)
+    # NVML cannot say the tensor peaks: the A100's, at the same SMs and clock (108, 1410 MHz)
     assert d.tensor_tflops == pytest.approx(312.0) and "like a100" in d.sources["tensor_tflops"]
     assert "NVIDIA A100-SXM4-40GB" in d.sources["sm_count"]
 
