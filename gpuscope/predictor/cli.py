@@ -133,7 +133,6 @@ def _train(a: argparse.Namespace) -> int:
         check_checkpoint_file(a.init_from)
     for d in a.dataset:  # a wrong path fails here, before torch loads
         labels_file(d)
-    _steps(a.steps)
     # GCN + GRU + MLP weights with Adam's two moments: ~16 hidden x hidden float32 matrices
     check_memory(f"--hidden {a.hidden}", 16 * 4 * 3 * a.hidden**2)
     if a.arch == "physics":
