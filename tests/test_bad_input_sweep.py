@@ -10,7 +10,7 @@ family                 cases  what
 =====================  =====  ============================================================
 unknown-name           36     unknown models, devices, policies, methods, sources, partitions
 number-range           48     zero / out-of-range values refused by the commands themselves
-number-parse           203    every numeric option: negative, NaN, infinite, huge (generated)
+number-parse           205    every numeric option: negative, NaN, infinite, huge (generated)
 oversized              14     counts whose memory estimate exceeds the limit, queue/node caps
 missing-file           42     an input path that does not exist
 dir-as-file            29     an input file that is a directory
@@ -26,7 +26,7 @@ bad-enum               17     values outside an option's choices
 unknown-option         36     an option no subcommand has (every subcommand)
 unreachable            6      a Ray address refusing connections, state folders that are files
 =====================  =====  ============================================================
-total                  617    cases over 36 subcommands
+total                  619    cases over 36 subcommands
 =====================  =====  ============================================================
 """
 
