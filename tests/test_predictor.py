@@ -284,6 +284,6 @@ def test_steps_kept_out_of_u_and_unseen_targets_are_nan() -> None:
     # 10x the most steps per epoch trained: the network sees the run clamped to the most
     # (no steps in u: the same prediction as job a's) and its time is scaled 10x
     assert out["exec_time_s"].iloc[1] == pytest.approx(10 * out["exec_time_s"].iloc[0],
-                                                       rel=1e-9)
+                                                       rel=1e-6)
     assert out["in_domain"].tolist() == [True, False]
     assert out["gpu_util_peak"].isna().all() and out["cpu_util_peak"].notna().all()
