@@ -38,7 +38,14 @@ from gpuscope.cluster.devices import DeviceSpec, get_device, resolve_device_name
 from gpuscope.core.errors import InputError
 from gpuscope.emulator.kernels.device import KernelDevice
 from gpuscope.emulator.kernels.model import KernelBatch, device_seconds
-from gpuscope.emulator.kernels.ops import BINARY, OP_CLASS, UNARY, batch_from_table
+from gpuscope.emulator.kernels.ops import (
+    BINARY,
+    OP_CLASS,
+    UNARY,
+    batch_from_table,
+    table_batches,
+    table_seconds,
+)
 from gpuscope.emulator.kernels.params import KernelParams
 
 #: Fit order: (parameter table, ops it is fitted on, its keys that are fractions <= 1).
@@ -248,7 +255,7 @@ def predict_ms(df: pd.DataFrame, params: KernelParams, catalog: str | Path | Non
     for dn in dev_names.unique():
         rows = (dev_names == dn).to_numpy()
         dev = KernelDevice.from_spec(get_device(dn, catalog))
-        t = device_seconds(batch_from_table(df[rows]), dev, params, fixed=False)
+        t = table_seconds(df[rows], dev, params)
         fl = floors or {}
         pre = np.array([fl.get((o, dn), params.floors_us.get(o, 0.0)) for o in ops[rows]])
         post = np.array([fl.get((o + ":post", dn), params.floors_us.get(o + ":post", 0.0))
@@ -291,57 +298,90 @@ def leave_one_gpu_out(df: pd.DataFrame, base: KernelParams, catalog: str | Path 
     return out.assign(**{"class": out["op"].map(OP_CLASS)})
 
 
+#: Compute peaks a device fit scales, each by its own factor: the FP32 CUDA cores, the TF32
+#: and the FP16/BF16 tensor cores (``KernelDevice`` field -> catalog field).
+PEAKS: dict[str, str] = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "fp16": "tensor_tflops"}
+#: Row precisions (``kernelschema``) whose compute kernels run at each peak, where the
+#: device has it (fp32 rows of an Ampere convolution run on TF32: the fit prices them so).
+PEAK_ROWS: dict[str, tuple[str, ...]] = {"fp32": ("fp32",), "tf32": ("tf32",),
+                                         "fp16": ("fp16", "bf16")}
+
+
 @dataclass(frozen=True)
 class DeviceFit:
-    """One device's figures fitted from its own kernel sweep: a scale on its compute peaks
-    (the clock it sustains against the datasheet's), on its DRAM bandwidth, and its floors."""
+    """One device's figures fitted from its own kernel sweep: a scale on each compute peak
+    (``scales``, keys of ``PEAKS``: the clock and library efficiency it sustains against the
+    datasheet's), on its DRAM bandwidth, and its per-op host floors (``<op>`` = pre,
+    ``<op>:post`` = post, microseconds). A peak without rows in the sweep keeps the FP32
+    scale; ``fitted`` names the peaks the sweep measured."""
 
-    compute_scale: float
+    scales: dict[str, float]
     bw_scale: float
     floors_us: dict[str, float]
+    fitted: tuple[str, ...] = ()
+
+    @property
+    def compute_scale(self) -> float:
+        """The FP32 peak's scale."""
+        return self.scales["fp32"]
+
+    def device(self, dev: KernelDevice) -> KernelDevice:
+        """``dev`` with the fitted peaks and bandwidth."""
+        return replace(dev, bw=dev.bw * self.bw_scale,
+                       **{k: getattr(dev, k) * self.scales[k] for k in PEAKS})
 
     def apply(self, spec: DeviceSpec) -> DeviceSpec:
         """``spec`` with the fitted peaks and bandwidth (sources say so)."""
-        s = self.compute_scale
-        src = {**spec.sources, **{k: "fitted on a kernel sweep (gpuscope.emulator.calibration.fit_device)"
-                                  for k in ("fp32_tflops", "tensor_tflops", "tf32_tflops", "mem_bw_gbs")}}
-        return replace(spec, fp32_tflops=spec.fp32_tflops * s, tensor_tflops=spec.tensor_tflops * s,
-                       tf32_tflops=spec.tf32_tflops * s, mem_bw_gbs=spec.mem_bw_gbs * self.bw_scale,
-                       sources=src)
+        how = "fitted on a kernel sweep (gpuscope emulator fit)"
+        src = {**spec.sources, **{f: f"{how}: {getattr(spec, f):g} x {self.scales[k]:.3f}"
+                                  for k, f in PEAKS.items()},
+               "mem_bw_gbs": f"{how}: {spec.mem_bw_gbs:g} x {self.bw_scale:.3f}"}
+        return replace(spec, mem_bw_gbs=spec.mem_bw_gbs * self.bw_scale, sources=src,
+                       **{f: getattr(spec, f) * self.scales[k] for k, f in PEAKS.items()})
 
 
 def fit_device(kernels: pd.DataFrame, spec: DeviceSpec, params: KernelParams,
                floors_only: bool = False) -> DeviceFit:
-    """Fit ``spec``'s compute and bandwidth scales and per-op floors on its own kernel sweep
-    (NeuSight schema, ``latency_ms``), the class parameters ``params`` held; ``floors_only``
-    holds the scales at 1 too (the host's floors alone)."""
+    """Fit ``spec``'s compute-peak scales (one per peak its rows exercise: ``PEAK_ROWS``),
+    bandwidth scale and per-op floors on its own kernel sweep (the kernel-table schema with
+    ``latency_ms`` and optionally ``precision``), the class parameters ``params`` held, by
+    robust least squares on log latency; ``floors_only`` holds the scales at 1 (the host's
+    floors alone)."""
     from scipy.optimize import least_squares
 
     if "latency_ms" not in kernels.columns or kernels.empty:
         raise InputError("kernel sweep: needs rows with a latency_ms column")
+    kernels = kernels.reset_index(drop=True)
     ops = sorted(kernels["op"].astype(str).unique())
-    kb = batch_from_table(kernels)
     y = np.log(pd.to_numeric(kernels["latency_ms"], errors="coerce").to_numpy(dtype=float) * 1e-3)
     if not np.isfinite(y).all():
         raise InputError("kernel sweep: latency_ms must be positive numbers")
+    groups = table_batches(kernels)  # a bad row: one line, before the fit
     oi = np.array([ops.index(o) for o in kernels["op"].astype(str)])
     base = KernelDevice.from_spec(spec)
+    prec = set(kernels["precision"].astype(str)) if "precision" in kernels.columns else {"fp32"}
+    mm = kernels["op"].astype(str).isin(["bmm", "linear", "conv"]).to_numpy()
+    free = ["fp32"] + [k for k in ("tf32", "fp16") if getattr(base, k) > 0 and mm.any()
+                       and prec & set(PEAK_ROWS[k])]
+    nf = len(free)
+
+    def fit_of(z: np.ndarray) -> DeviceFit:
+        sc = {k: float(np.exp(z[free.index(k)] if k in free else z[0])) for k in PEAKS}
+        fl = z[nf + 1:]
+        return DeviceFit(sc, float(np.exp(z[nf])),
+                         {**{o: float(v) for o, v in zip(ops, fl)},
+                          **{o + ":post": float(v) for o, v in zip(ops, fl[len(ops):])}},
+                         tuple(free))
 
     def resid(z: np.ndarray) -> np.ndarray:
-        cs, bs = np.exp(z[:2])
-        dev = replace(base, fp32=base.fp32 * cs, tf32=base.tf32 * cs, fp16=base.fp16 * cs,
-                      bw=base.bw * bs)
-        fl = z[2:] * 1e-6
-        t = device_seconds(kb, dev, params, fixed=False)
+        t = table_seconds(groups, fit_of(z).device(base), params)
+        fl = z[nf + 1:] * 1e-6
         return np.log(measured_latency(fl[oi], fl[len(ops) + oi], t)) - y
 
-    z0 = np.concatenate([[0.0, 0.0], [params.floors_us.get(o, 15.0) for o in ops],
+    z0 = np.concatenate([np.zeros(nf + 1), [params.floors_us.get(o, 15.0) for o in ops],
                          [params.floors_us.get(o + ":post", 12.0) for o in ops]])
     tight = 1e-9 if floors_only else 1.0
-    lb = np.concatenate([[-3.0 * tight, -3.0 * tight], np.full(2 * len(ops), 0.01)])
-    ub = np.concatenate([[tight, tight], np.full(2 * len(ops), 1000.0)])
+    lb = np.concatenate([np.full(nf + 1, -3.0 * tight), np.full(2 * len(ops), 0.01)])
+    ub = np.concatenate([np.full(nf + 1, tight), np.full(2 * len(ops), 1000.0)])
     r = least_squares(resid, z0, bounds=(lb, ub), loss="soft_l1", f_scale=0.05, x_scale="jac")
-    fl = r.x[2:]
-    return DeviceFit(float(np.exp(r.x[0])), float(np.exp(r.x[1])),
-                     {**{o: float(v) for o, v in zip(ops, fl)},
-                      **{o + ":post": float(v) for o, v in zip(ops, fl[len(ops):])}})
+    return fit_of(r.x)

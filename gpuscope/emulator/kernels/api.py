@@ -13,7 +13,7 @@ from gpuscope.cluster.devices import DeviceSpec, get_device
 from gpuscope.core.errors import InputError
 from gpuscope.emulator.kernels.device import KernelDevice
 from gpuscope.emulator.kernels.model import KernelBatch, price
-from gpuscope.emulator.kernels.ops import batch_from_table
+from gpuscope.emulator.kernels.ops import batch_from_table, with_dtype
 from gpuscope.emulator.kernels.params import KernelParams, default_kernel_params
 from gpuscope.emulator.kernels.precision import PRECISIONS
 
@@ -39,11 +39,7 @@ def kernel_time(op: str, device: DeviceSpec | str, precision: str = "fp32",
         kb.bytes[:] = kb.work[:] = float(shape.get("bytes", 0.0))
     else:
         kb = batch_from_table(pd.DataFrame([{"op": op, **shape}]))
-    if dtype_bytes != 4:
-        kb.bytes[:] *= dtype_bytes / 4.0
-        kb.work[:] *= dtype_bytes / 4.0
-        kb.dtype_bytes[:] = float(dtype_bytes)
-        kb.half[:] = dtype_bytes <= 2
+    with_dtype(kb, dtype_bytes)
     return float(price(kb, KernelDevice.from_spec(spec), p, precision)[0])
 
 

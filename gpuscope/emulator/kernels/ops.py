@@ -6,7 +6,10 @@ The op names and shape columns of NeuSight's kernel measurements (Lee et al., AS
 (``B, Input_Channel, Output_Channel, Kernel_Szie, Input_Size, Stride, Padding``: a square
 ``nn.Conv2d`` without bias), the element-wise ``add mul div pow`` of two ``(B, H)`` tensors,
 their ``*u`` forms with a Python scalar and ``relu tanh gelu`` of one, and ``softmax`` /
-``ln`` (layer norm) over the rows of a ``(B, H)`` tensor. FP32 throughout.
+``ln`` (layer norm) over the rows of a ``(B, H)`` tensor, FP32; plus what ``gpuscope profile
+kernels`` adds (``gpuscope.profiling.kernelschema``): the optimizer's multi-tensor kernels
+(``foreach_*``, memory-bound over all ``B x H`` elements) and a ``precision`` column
+(``fp32``, ``tf32``, ``fp16``, ``bf16``; absent: ``fp32``).
 """
 
 from __future__ import annotations
@@ -17,21 +20,27 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.core.errors import InputError
-from gpuscope.emulator.kernels.model import KIND, ROW_TABLES, KernelBatch
+from gpuscope.emulator.kernels.device import KernelDevice
+from gpuscope.emulator.kernels.model import KIND, ROW_TABLES, KernelBatch, device_seconds
+from gpuscope.emulator.kernels.params import KernelParams
+from gpuscope.profiling.kernelschema import (
+    BINARY,
+    ELEMENT_TRAFFIC,
+    FOREACH,
+    MODEL_PRECISION,
+    OP_COLUMNS,
+    PRECISION_DTYPES,
+    UNARY,
+)
 
-BINARY: tuple[str, ...] = ("add", "mul", "div", "pow")
-UNARY: tuple[str, ...] = ("addu", "mulu", "divu", "powu", "relu", "tanh", "gelu")
-#: Every op of the schema and the shape columns it needs.
-OP_COLUMNS: dict[str, tuple[str, ...]] = {
-    "bmm": ("B", "M", "N", "K"), "linear": ("B", "M", "N", "K"),
-    "conv": ("B", "Input_Channel", "Output_Channel", "Kernel_Szie", "Input_Size", "Stride",
-             "Padding"),
-    **{op: ("B", "H") for op in (*BINARY, *UNARY, "softmax", "ln")},
-}
+__all__ = ["BINARY", "FOREACH", "OP_CLASS", "OP_COLUMNS", "UNARY", "batch_from_table",
+           "fill", "table_batches", "table_seconds", "with_dtype"]
+
 #: Kernel class of each op (the figures are reported per class).
 OP_CLASS: dict[str, str] = {"bmm": "gemm", "linear": "gemm", "conv": "conv",
                             **{op: "elementwise" for op in (*BINARY, *UNARY)},
-                            "softmax": "softmax", "ln": "layer_norm"}
+                            "softmax": "softmax", "ln": "layer_norm",
+                            **{op: "optimizer" for op in FOREACH}}
 
 
 def batch_from_table(df: pd.DataFrame) -> KernelBatch:
@@ -97,7 +106,48 @@ def fill(kb: KernelBatch, ops: np.ndarray, cols: Mapping[str, np.ndarray]) -> No
             kb.rowsub[r] = ROW_TABLES.index("softmax" if op == "softmax" else "layer_norm")
             kb.rows[r], kb.cols[r] = b[r], h[r]
             kb.bytes[r] = 8.0 * e[r]
-        else:
+        else:  # element-wise and multi-tensor ops stream every element
             kb.kind[r] = KIND["memory"]
-            kb.bytes[r] = (12.0 if op in BINARY else 8.0) * e[r]
+            kb.bytes[r] = 4.0 * ELEMENT_TRAFFIC[op] * e[r]
         kb.work[r] = kb.bytes[r]
+
+
+def with_dtype(kb: KernelBatch, dtype_bytes: int) -> KernelBatch:
+    """``kb`` (built FP32) with tensors of ``dtype_bytes`` per element: the traffic scaled and,
+    for 2 bytes, marked half precision (tensor cores where the precision rules allow). In
+    place; returns ``kb``."""
+    if dtype_bytes != 4:
+        kb.bytes[:] *= dtype_bytes / 4.0
+        kb.work[:] *= dtype_bytes / 4.0
+        kb.dtype_bytes[:] = float(dtype_bytes)
+        kb.half[:] = dtype_bytes <= 2
+    return kb
+
+
+def table_batches(df: pd.DataFrame) -> list[tuple[np.ndarray, KernelBatch, str]]:
+    """The kernels of a kernel table grouped by row precision (column ``precision``; absent:
+    ``fp32``): ``(row mask, batch, emulator precision)`` each (``kernelschema``)."""
+    prec = (df["precision"].astype(str).to_numpy() if "precision" in df.columns
+            else np.full(len(df), "fp32"))
+    bad = sorted(set(prec.tolist()) - set(MODEL_PRECISION))
+    if bad:
+        raise InputError(f"kernel table: unknown precision(s) {', '.join(bad)}; known: "
+                         f"{', '.join(MODEL_PRECISION)}")
+    out = []
+    for pr in sorted(set(prec.tolist())):
+        m = prec == pr
+        kb = with_dtype(batch_from_table(df[m]), 2 if PRECISION_DTYPES[pr] != "float32" else 4)
+        out.append((m, kb, MODEL_PRECISION[pr]))
+    return out
+
+
+def table_seconds(df: pd.DataFrame | list[tuple[np.ndarray, KernelBatch, str]],
+                  dev: KernelDevice, p: KernelParams, fixed: bool = False) -> np.ndarray:
+    """Device seconds of each row of a kernel table (or its ``table_batches``) on ``dev``,
+    each under its precision. ``fixed``: with the launch and DRAM-latency costs
+    (``model.device_seconds``)."""
+    groups = table_batches(df) if isinstance(df, pd.DataFrame) else df
+    out = np.zeros(sum(len(kb) for _, kb, _ in groups))
+    for m, kb, pr in groups:
+        out[m] = device_seconds(kb, dev, p, pr, fixed=fixed)
+    return out
