@@ -1,4 +1,4 @@
-"""``gpuscope profile run|label|plot|build-dataset|steps`` (seed 001 §3.1, Fig. 2–3)."""
+"""``gpuscope profile run|label|plot|build-dataset|steps|kernels`` (seed 001 §3.1, Fig. 2–3)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
 from gpuscope.core.io import check_output, write_table
-from gpuscope.core.limits import pos_float, pos_int
+from gpuscope.core.limits import nonneg_int, pos_float, pos_int
 
 _DEVICE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -91,6 +91,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="timed seconds per job (default: %(default)s)")
     st.add_argument("--quiet", action="store_true", help="no progress bar")
     st.set_defaults(func=_steps)
+
+    k = sub.add_parser("kernels", help="time a sweep of single kernels (GEMM, conv, element-wise, "
+                                       "softmax, layer norm, optimizer) on this device",
+                       description="Time single launches of GEMMs, convolutions, element-wise "
+                       "ops, softmax, layer norm and the optimizer's multi-tensor ops on the "
+                       "local torch device, in every precision it supports, into a kernel "
+                       "table (NeuSight's schema plus precision and provenance; "
+                       "docs/profiling.md). Resumable: a rerun skips the rows already in "
+                       "the table; Ctrl-C keeps them. Then `gpuscope emulator fit`.")
+    k.add_argument("--device-name", required=True,
+                   help="name of the profiled GPU type, e.g. h100 or my-gpu (checked against "
+                        "what NVML reports)")
+    k.add_argument("--device-name-override", action="store_true",
+                   help="keep --device-name although NVML contradicts it")
+    k.add_argument("-o", "--out", required=True, help="kernel table (.parquet or .csv)")
+    k.add_argument("--device", default=None,
+                   help="torch device: cuda when available, else cpu (default)")
+    k.add_argument("--budget-min", type=pos_float, default=10.0,
+                   help="minutes the sweep may take: sets its size and stops it (default: "
+                        "%(default)s)")
+    k.add_argument("--rows", type=pos_int, help="sweep size in rows (default: from the budget)")
+    k.add_argument("--seed", type=nonneg_int, default=0, help="shape seed (default: %(default)s)")
+    k.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_catalog_option(k)
+    k.set_defaults(func=_kernels)
 
 
 def _sigterm_as_interrupt() -> None:
@@ -302,4 +327,35 @@ def _steps(args: argparse.Namespace) -> int:
     n = measure_jobs(jobs, args.out, args.device, args.budget_s, progress=not args.quiet,
                      target_s=args.target_s)
     print(json.dumps({"steps": str(args.out), "measured": n, "campaign_jobs": len(jobs)}))
+    return 0
+
+
+def _kernels(args: argparse.Namespace) -> int:
+    import sys
+
+    if not _DEVICE_NAME.match(args.device_name or ""):
+        raise InputError(f"--device-name must be a name like h100 or my-gpu (letters, digits, "
+                         f"'.', '-', '_'), got {args.device_name!r}")
+    if Path(args.out).suffix.lower() not in (".parquet", ".csv"):
+        raise InputError(f"{args.out}: the kernel table is a .parquet or .csv file")
+    check_output(args.out, what="kernel table")
+    args.backend = "local"
+    _, notes = _check_device_name(args)
+    import torch
+
+    from gpuscope.profiling.kernels import sweep_kernels
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    _sigterm_as_interrupt()
+    res = sweep_kernels(args.out, args.device_name.lower(), device, args.budget_min * 60.0,
+                        rows=args.rows, seed=args.seed, progress=not args.quiet)
+    for line in notes:
+        if line.startswith("note: NVML sees no GPU"):
+            line = ("note: NVML sees no GPU: this kernel table is CPU-only (device_kind "
+                    "cpu-only); its times are CPU times")
+        sys.stderr.write(line + "\n")
+    if res["left"]:
+        sys.stderr.write(f"kernels: budget reached with {res['left']} planned row(s) left; "
+                         "the same command resumes\n")
+    print(json.dumps(res))
     return 0
