@@ -1,4 +1,5 @@
-"""``gpuscope emulate``: emulated campaigns into runs folders (docs/emulator.md)."""
+"""``gpuscope emulate``: emulated campaigns into runs folders, kernel tables priced; ``gpuscope
+emulator fit``: a profiled GPU's figures (docs/emulator.md)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,29 @@ def register(subparsers: Any) -> None:
     add_catalog_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)
+
+    e = subparsers.add_parser("emulator", help="emulator maintenance: fit a profiled GPU's "
+                                               "figures")
+    sub = e.add_subparsers(dest="emulator_command", metavar="ACTION", required=True,
+                           parser_class=type(e))
+    f = sub.add_parser(
+        "fit", help="fit a GPU's catalog figures on its kernel sweep (gpuscope profile kernels)",
+        description="Fit the compute peaks (FP32, TF32, FP16/BF16 tensor cores), DRAM "
+                    "bandwidth and host floors of DEVICE on its kernel sweep, the kernel "
+                    "model's class parameters held, and write OUT/devices.toml (its catalog "
+                    "entry, for --catalog), OUT/kernel_params.json (the kernel parameters with "
+                    "its floors) and OUT/fit.json (scales, floors, fit quality). "
+                    "docs/emulator.md, Kernel model.")
+    f.add_argument("--kernels", required=True, help="kernel table (.parquet or .csv)")
+    f.add_argument("--device", required=True,
+                   help="the profiled device (its --device-name in the table); a catalog GPU, "
+                        "or a new one with --like")
+    f.add_argument("--like", help="catalog GPU to start a new GPU's figures from, e.g. h100")
+    f.add_argument("-o", "--out", required=True, help="output folder")
+    f.add_argument("--kernel-params", default=None,
+                   help="kernel-model parameters JSON (default: the fitted ones)")
+    add_catalog_option(f)
+    f.set_defaults(func=_fit)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -88,4 +112,30 @@ def _kernels(args: argparse.Namespace) -> int:
     out = df.assign(pred_ms=predict_table(df, params))  # the catalog with --catalog's GPUs
     write_table(out, args.output, [args.input], "kernel table")
     print(json.dumps({"rows": len(out), "out": args.output, "provenance": "emulated"}))
+    return 0
+
+
+def _fit(args: argparse.Namespace) -> int:
+    """``gpuscope emulator fit``: a profiled GPU's catalog entry (``calibration.profiled``)."""
+    import sys
+
+    from gpuscope.core.io import check_output, read_table
+    from gpuscope.emulator.calibration.profiled import fit_profiled, write_profiled
+    from gpuscope.emulator.kernels import KernelParams, default_kernel_params
+
+    inputs = [args.kernels, args.kernel_params, args.catalog]
+    check_output(args.out, inputs, kind="dir", what="fit folder")
+    df = read_table(args.kernels, "kernel table")
+    params = (KernelParams.load(args.kernel_params) if args.kernel_params
+              else default_kernel_params())
+    like = args.like.strip().lower() if args.like else None
+    res = fit_profiled(df, args.device.strip().lower(), params, like, str(args.kernels))
+    paths = write_profiled(res, args.out, inputs)
+    if res.report["provenance"] != "measured":
+        sys.stderr.write(f"note: {args.kernels} was measured without a GPU (device_kind "
+                         f"{res.report['device_kind']}): the fitted figures describe CPU "
+                         "times, not a GPU\n")
+    r = res.report
+    print(json.dumps({"device": res.name, **paths, "rows": r["rows"], "scales": r["scales"],
+                      "bw_scale": r["bw_scale"], "median_abs_log": r["median_abs_log"]}))
     return 0

@@ -334,6 +334,8 @@ class DeviceFit:
         """``spec`` with the fitted peaks and bandwidth (sources say so)."""
         how = "fitted on a kernel sweep (gpuscope emulator fit)"
         src = {**spec.sources, **{f: f"{how}: {getattr(spec, f):g} x {self.scales[k]:.3f}"
+                                  + ("" if k in self.fitted or not self.fitted
+                                     else " (no rows at this peak: the FP32 scale)")
                                   for k, f in PEAKS.items()},
                "mem_bw_gbs": f"{how}: {spec.mem_bw_gbs:g} x {self.bw_scale:.3f}"}
         return replace(spec, mem_bw_gbs=spec.mem_bw_gbs * self.bw_scale, sources=src,
@@ -383,5 +385,10 @@ def fit_device(kernels: pd.DataFrame, spec: DeviceSpec, params: KernelParams,
     tight = 1e-9 if floors_only else 1.0
     lb = np.concatenate([np.full(nf + 1, -3.0 * tight), np.full(2 * len(ops), 0.01)])
     ub = np.concatenate([np.full(nf + 1, tight), np.full(2 * len(ops), 1000.0)])
-    r = least_squares(resid, z0, bounds=(lb, ub), loss="soft_l1", f_scale=0.05, x_scale="jac")
+    sp = np.zeros((len(y), len(z0)), dtype=bool)  # a floor moves its own op's rows only
+    sp[:, : nf + 1] = True
+    sp[np.arange(len(y)), nf + 1 + oi] = True
+    sp[np.arange(len(y)), nf + 1 + len(ops) + oi] = True
+    r = least_squares(resid, z0, bounds=(lb, ub), loss="soft_l1", f_scale=0.05, x_scale="jac",
+                      jac_sparsity=sp)
     return fit_of(r.x)
