@@ -13,7 +13,8 @@ tensor, FLOPs per kernel), which the caller sets from the device (small on CPU).
 Precisions rotate over the ones the device supports (``kernelschema.PRECISION_DTYPES``;
 ``tf32`` for GEMMs and convolutions only, the optimizer ops in ``fp32`` as AMP keeps them);
 the regime shapes are measured in each. Ops interleave by weight (GEMMs and convolutions
-three times as often), so any prefix of the plan covers every op: ``plan(n)`` is the first
+three times as often; each round visits every op first), so any prefix of the plan of
+``len(WEIGHTS)`` rows covers every op: ``plan(n)`` is the first
 ``n`` rows of ``plan(m)`` for ``m > n``, and a bigger budget extends a finished sweep.
 """
 
@@ -23,7 +24,6 @@ import math
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import islice
 
 from gpuscope.profiling.kernelschema import BINARY, FOREACH, OP_COLUMNS, UNARY
 
@@ -152,14 +152,14 @@ def plan(n: int, lim: Limits, supported: tuple[str, ...], seed: int = 0
          ) -> list[dict[str, object]]:
     """The first ``n`` distinct rows of the sweep (module docstring), each with ``key``."""
     gens = {op: _op_rows(op, lim, supported, seed) for op in WEIGHTS}
-    order = [op for op in WEIGHTS for _ in range(WEIGHTS[op])]
+    order = [op for rep in range(max(WEIGHTS.values())) for op in WEIGHTS if WEIGHTS[op] > rep]
     out: list[dict[str, object]] = []
     seen: set[str] = set()
     while len(out) < n and gens:
         for op in order:
             if op not in gens:
                 continue
-            row = next(islice(gens[op], 1), None)
+            row = next(gens[op], None)
             if row is None:
                 del gens[op]
                 continue
