@@ -132,11 +132,11 @@ def _op_rows(op: str, lim: Limits, supported: tuple[str, ...], seed: int
     rng = random.Random(f"{seed}:{op}")
     i = misses = 0
     while misses < 10_000:
-        s = _random(op, rng, lim)
-        if s is None:
+        drawn = _random(op, rng, lim)
+        if drawn is None:
             misses += 1
             continue
-        yield {"op": op, "precision": precs[i % len(precs)], **s}
+        yield {"op": op, "precision": precs[i % len(precs)], **drawn}
         i += 1
     return
 

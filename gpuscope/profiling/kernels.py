@@ -152,7 +152,7 @@ def make_call(row: dict[str, Any], device: Any) -> Callable[[], Any]:
     x = t(b, h, positive=op.startswith(("div", "pow")))
     if op in BINARY:
         y = t(b, h, positive=True)
-        fn = {"add": torch.add, "mul": torch.mul, "div": torch.div, "pow": torch.pow}[op]
+        fn: Any = {"add": torch.add, "mul": torch.mul, "div": torch.div, "pow": torch.pow}[op]
         return lambda: fn(x, y)
     if op in UNARY:
         unary: dict[str, Callable[[], Any]] = {
@@ -269,7 +269,8 @@ def sweep_kernels(out: str | Path, device_name: str, device: str = "cuda",
     todo = [r for r in todo_all if r["key"] not in have]
     prov = {**describe_device(dev), "device": device_name}
     timer = Timer(dev)
-    table, new = done, []
+    table = done
+    new: list[dict[str, Any]] = []
 
     def flush() -> None:
         nonlocal table, new
