@@ -5,17 +5,18 @@ The shapes cover the regimes the emulator's kernel model distinguishes
 a side), wave boundaries (a strided-batched GEMM of 128 x 128 tiles whose batch is one SM
 count, one more and one less; a single GEMM whose 128 x 128 tiles fill one and two waves of the
 device's SMs, and one tile more), then log-uniform ``B, M, N, K``; convolutions over batch,
-channels, kernel sizes 1/3/5/7, image sizes and strides 1/2; element-wise, softmax, layer norm
-and the multi-tensor optimizer ops from one element (the launch floor) through the L2 size to
-bandwidth-bound tensors of ``max_elems``. Every shape is bounded by ``Limits`` (elements per
+channels, kernel sizes 1/3/5/7, image sizes and strides 1/2; element-wise, softmax, layer
+norm and the multi-tensor optimizer ops from one element (the launch floor) through the L2
+size to bandwidth-bound tensors of ``max_elems``. Every shape is bounded by ``Limits`` (elements per
 tensor, FLOPs per kernel), which the caller sets from the device (small on CPU).
 
 Precisions rotate over the ones the device supports (``kernelschema.PRECISION_DTYPES``;
 ``tf32`` for GEMMs and convolutions only, the optimizer ops in ``fp32`` as AMP keeps them);
-the regime shapes are measured in each. Ops interleave by weight (GEMMs and convolutions
-three times as often; each round visits every op first), so any prefix of the plan of
-``len(WEIGHTS)`` rows covers every op: ``plan(n)`` is the first
-``n`` rows of ``plan(m)`` for ``m > n``, and a bigger budget extends a finished sweep.
+the regime shapes are measured in each. Ops interleave by weight (GEMMs three times as often
+as an element-wise op, convolutions twice: each new convolution shape costs a cuDNN
+autotuning; each round visits every op first), so any ``len(WEIGHTS)`` first rows cover every
+op, ``plan(n)`` is the first ``n`` rows of ``plan(m)`` for ``m > n``, and a bigger budget
+extends a finished sweep.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from gpuscope.profiling.kernelschema import BINARY, FOREACH, OP_COLUMNS, UNARY
 
 #: Relative share of the plan per op (the GEMM and convolution classes have most regimes).
-WEIGHTS: dict[str, int] = {"bmm": 3, "linear": 3, "conv": 3,
+WEIGHTS: dict[str, int] = {"bmm": 3, "linear": 3, "conv": 2,
                            **{op: 1 for op in (*BINARY, *UNARY, "softmax", "ln", *FOREACH)}}
 MM_OPS: frozenset[str] = frozenset({"bmm", "linear", "conv"})
 
