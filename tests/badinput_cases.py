@@ -43,7 +43,11 @@ BASE: dict[str, list[str]] = {
     "profile plot": ["profile", "plot", "{d}/trace.parquet", "-o", "{d}/out/p.png"],
     "profile build-dataset": ["profile", "build-dataset", "--runs", "{d}/runs/v100",
                               "-o", "{d}/out/ds", "--quiet"],
+    "profile kernels": ["profile", "kernels", "--device-name", "sweep-gpu", "--device", "cpu",
+                        "--rows", "2", "-o", "{d}/out/k.parquet", "--quiet"],
     "emulate": ["emulate", "{d}/c.toml", "--devices", "v100", "--out", "{d}/out/em", "--quiet"],
+    "emulator fit": ["emulator", "fit", "--kernels", "{d}/k.parquet", "--device", "t4",
+                     "-o", "{d}/out/fit"],
     "estimate": ["estimate", "--model", "lenet", "--dataset", "cifar10", "--batch-size", "8",
                  "--devices", "v100", "--quiet"],
     "train": ["train", "--dataset", "{d}/ds", "-o", "{d}/out/m.pt", "--quiet"],
@@ -86,6 +90,7 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "schedule generate": ("-o", "dir"), "mdrl train": ("-o", "dir"), "mdrl export": ("-o", "dir"),
     "specon simulate": ("-o", "dir"), "specon export-k8s": ("-o", "dir"),
     "estimate": ("-o", "file"), "evaluate": ("-o", "file"), "predictor ablation": ("-o", "file"),
+    "profile kernels": ("-o", "file"), "emulator fit": ("-o", "dir"),
 }
 
 
@@ -128,7 +133,7 @@ def _ext(cmd: str) -> str:
     return {"jobs schema": ".json", "jobs template": ".csv", "graph export": ".json",
             "graph summary": ".csv", "profile label": ".csv", "profile plot": ".png",
             "train": ".pt", "predict": ".csv", "estimate": ".csv", "evaluate": ".csv",
-            "predictor ablation": ".csv"}.get(cmd, "")
+            "predictor ablation": ".csv", "profile kernels": ".parquet"}.get(cmd, "")
 
 
 def number_cases(parser: argparse.ArgumentParser) -> list[Case]:
@@ -172,6 +177,10 @@ def build_inputs(d: Path) -> None:
     (d / "bin.csv").write_bytes(b"\xff\xfe\x00garbage\n\x80\x81")
     (d / "bin.toml").write_bytes(b"\xff\xfe\x00 = garbage\n\x80\x81")
     (d / "q_renamed.csv").write_text(QUEUE.replace("batch_size", "batchsize"))
+    import pandas as pd  # a kernel table of a T4 (emulator fit)
+
+    pd.DataFrame({"op": "add", "B": 1, "H": [4**i for i in range(10)], "device": "t4",
+                  "latency_ms": 0.02}).to_parquet(d / "k.parquet")
     (d / "q_dup.csv").write_text("job_id," + QUEUE.splitlines()[0] + "\nA,lenet,cifar10,sgd,8,1\n"
                                  "A,lenet,cifar10,sgd,8,2\n")
     (d / "q_negbatch.csv").write_text(QUEUE.replace(",8,1", ",-8,1"))

@@ -179,6 +179,7 @@ def named_cases() -> list[Case]:
         ("slurm-submit-plan", _pos("slurm submit", "{X}.csv")),
         ("slurm-submit-jobs", _with("slurm submit", "--jobs", "{X}.csv")),
         ("slurm-collect-out", _with("slurm collect", "-o", "{X}")),
+        ("emulator-fit-kernels", _with("emulator fit", "--kernels", "{X}.parquet")),
     ]
     for cid, argv in inputs:
         add("missing-file", f"{cid}-missing", [a.replace("{X}", miss) for a in argv])
@@ -243,6 +244,7 @@ def named_cases() -> list[Case]:
         ("emulate-params-wrong", _with("emulate", "--params", f"{d}/q_obj.json")),
         ("profile-plot-run-id", ["profile", "plot", "nosuchrun", "--runs", f"{d}/runs/v100",
                                  "-o", f"{d}/out/p.png"]),
+        ("emulator-fit-not-kernels", _with("emulator fit", "--kernels", f"{d}/trace.parquet")),
     ]:
         add("wrong-columns", cid, argv)
 
@@ -263,6 +265,7 @@ def named_cases() -> list[Case]:
         ("tjng-truth", _with("tjng", "--truth", f"{d}/ds") + ["-o", f"{d}/ds"]),
         ("specon-k8s-from", _with("specon export-k8s", "--from", f"{d}/sp") + ["-o", f"{d}/sp"]),
         ("emulate-out-holds-campaign", _with("emulate", "--out", d)),
+        ("emulator-fit-out-holds-kernels", _with("emulator fit", "-o", d)),
         ("slurm-submit-out-holds-plan", _with("slurm submit", "-o", d)),
     ]:
         add("output-is-input", cid, argv)

@@ -10,23 +10,23 @@ family                 cases  what
 =====================  =====  ============================================================
 unknown-name           36     unknown models, devices, policies, methods, sources, partitions
 number-range           48     zero / out-of-range values refused by the commands themselves
-number-parse           205    every numeric option: negative, NaN, infinite, huge (generated)
+number-parse           212    every numeric option: negative, NaN, infinite, huge (generated)
 oversized              14     counts whose memory estimate exceeds the limit, queue/node caps
-missing-file           42     an input path that does not exist
-dir-as-file            29     an input file that is a directory
-malformed              47     garbage CSV / JSON / TOML / parquet / checkpoint / graph files
-empty-file             29     zero-byte inputs of every format
-wrong-columns          25     tables with renamed or missing columns, garbage values in files
-output-under-file      23     an output path whose parent is a regular file
-output-unwritable      23     an output under /proc (root ignores chmod)
-output-is-dir          11     a file output that is an existing directory
-output-is-file         12     a folder output that is an existing file
-output-is-input        16     an output path that is one of the command's inputs
+missing-file           43     an input path that does not exist
+dir-as-file            30     an input file that is a directory
+malformed              48     garbage CSV / JSON / TOML / parquet / checkpoint / graph files
+empty-file             30     zero-byte inputs of every format
+wrong-columns          26     tables with renamed or missing columns, garbage values in files
+output-under-file      25     an output path whose parent is a regular file
+output-unwritable      25     an output under /proc (root ignores chmod)
+output-is-dir          12     a file output that is an existing directory
+output-is-file         13     a folder output that is an existing file
+output-is-input        17     an output path that is one of the command's inputs
 bad-enum               17     values outside an option's choices
-unknown-option         36     an option no subcommand has (every subcommand)
+unknown-option         38     an option no subcommand has (every subcommand)
 unreachable            6      a Ray address refusing connections, state folders that are files
 =====================  =====  ============================================================
-total                  619    cases over 36 subcommands
+total                  640    cases over 38 subcommands
 =====================  =====  ============================================================
 """
 
