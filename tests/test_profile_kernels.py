@@ -93,6 +93,7 @@ def test_plan_covers_the_gemm_wave_boundaries_and_stays_within_its_limits() -> N
     (["-o", "k.parquet", "--device-name", "bad name"], "--device-name must be"),
     (["-o", "k.parquet", "--device-name", "x", "--device", "tpu"], "not a torch device"),
     (["-o", "k.parquet", "--device-name", "x", "--device", "meta"], "cpu or cuda"),
+    (["-o", "k.parquet", "--device-name", "h100", "--device", "cpu"], "NVML sees no GPU"),
 ])
 def test_bad_input_is_one_line(tmp_path: Path, monkeypatch, capsys, argv: list[str],
                                msg: str) -> None:
@@ -100,3 +101,12 @@ def test_bad_input_is_one_line(tmp_path: Path, monkeypatch, capsys, argv: list[s
     assert main(["profile", "kernels", "--quiet", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and msg in err[0], err
+
+
+def test_an_overridden_device_name_is_on_every_row(tmp_path: Path) -> None:
+    out = tmp_path / "k.parquet"
+    assert main(["profile", "kernels", "-o", str(out), "--rows", "3", "--device-name", "h100",
+                 "--device-name-override", "--device", "cpu", "--quiet"]) == 0
+    df = pd.read_parquet(out)
+    assert set(df["device"]) == {"h100"} and set(df["device_kind"]) == {"cpu-only"}
+    assert df["device_name_override"].str.contains("NVML sees no GPU").all()

@@ -218,7 +218,7 @@ def _check_device_name(args: argparse.Namespace) -> tuple[str, list[str]]:
     returns the overridden contradiction ("" for none) and the lines to print after the
     runs (the override, a CPU-only campaign). Ray and Slurm runs land on other nodes: each
     run records its own NVML identity there."""
-    if args.backend != "local":
+    if getattr(args, "backend", "local") != "local":  # profile kernels runs here
         return "", []
     from gpuscope.cluster.devices import DEFAULT_CATALOG, load_catalog
     from gpuscope.cluster.nvml import gpu_identity, name_conflict
@@ -339,8 +339,7 @@ def _kernels(args: argparse.Namespace) -> int:
     if Path(args.out).suffix.lower() not in (".parquet", ".csv"):
         raise InputError(f"{args.out}: the kernel table is a .parquet or .csv file")
     check_output(args.out, what="kernel table")
-    args.backend = "local"
-    _, notes = _check_device_name(args)
+    override, notes = _check_device_name(args)
     import torch
 
     from gpuscope.profiling.kernels import sweep_kernels
@@ -348,7 +347,8 @@ def _kernels(args: argparse.Namespace) -> int:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     _sigterm_as_interrupt()
     res = sweep_kernels(args.out, args.device_name.lower(), device, args.budget_min * 60.0,
-                        rows=args.rows, seed=args.seed, progress=not args.quiet)
+                        rows=args.rows, seed=args.seed, progress=not args.quiet,
+                        name_override=override)
     for line in notes:
         if line.startswith("note: NVML sees no GPU"):
             line = ("note: NVML sees no GPU: this kernel table is CPU-only (device_kind "

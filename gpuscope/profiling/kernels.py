@@ -113,11 +113,12 @@ def make_call(row: dict[str, Any], device: Any) -> Callable[[], Any]:
 
     op = str(row["op"])
     dt = getattr(torch, PRECISION_DTYPES[str(row["precision"])])
-    g = torch.Generator(device="cpu").manual_seed(0)
+    torch.manual_seed(0)  # values drawn on the device itself: a 2^28-element tensor in ms
 
     def t(*shape: int, positive: bool = False) -> Any:
-        x = torch.rand(*shape, generator=g) + 0.5 if positive else torch.randn(*shape, generator=g)
-        return x.to(device=device, dtype=dt)
+        if positive:
+            return torch.rand(*shape, device=device, dtype=dt) + 0.5
+        return torch.randn(*shape, device=device, dtype=dt)
 
     b = int(row.get("B", 1))
     if op == "bmm":
@@ -242,10 +243,12 @@ def read_done(out: Path, device_name: str) -> Any:
 
 def sweep_kernels(out: str | Path, device_name: str, device: str = "cuda",
                   budget_s: float = 600.0, rows: int | None = None, seed: int = 0,
-                  progress: bool = True) -> dict[str, Any]:
+                  progress: bool = True, name_override: str = "") -> dict[str, Any]:
     """Measure the plan (``rows`` rows, default: the budget over ``ROW_COST_S``) on the
     torch ``device`` into the table ``out``, skipping rows already there and starting none
-    after ``budget_s``. Returns counts (``measured``, ``skipped``, ``left``)."""
+    after ``budget_s``; ``name_override``: the NVML contradiction a ``--device-name-override``
+    kept (column ``device_name_override``). Returns counts (``measured``, ``skipped``,
+    ``left``)."""
     import pandas as pd
     import torch
 
@@ -267,7 +270,7 @@ def sweep_kernels(out: str | Path, device_name: str, device: str = "cuda",
     todo_all = plan(n, limits(dev), supported_precisions(dev), seed)
     have = set(done["key"].astype(str)) if len(done) else set()
     todo = [r for r in todo_all if r["key"] not in have]
-    prov = {**describe_device(dev), "device": device_name}
+    prov = {**describe_device(dev), "device": device_name, "device_name_override": name_override}
     timer = Timer(dev)
     table = done
     new: list[dict[str, Any]] = []
