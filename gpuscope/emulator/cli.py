@@ -131,7 +131,7 @@ def _fit(args: argparse.Namespace) -> int:
     like = args.like.strip().lower() if args.like else None
     res = fit_profiled(df, args.device.strip().lower(), params, like, str(args.kernels))
     paths = write_profiled(res, args.out, inputs)
-    if res.report["provenance"] != "measured":
+    if res.report["provenance"] == "cpu-only":
         sys.stderr.write(f"note: {args.kernels} was measured without a GPU (device_kind "
                          f"{res.report['device_kind']}): the fitted figures describe CPU "
                          "times, not a GPU\n")

@@ -167,7 +167,8 @@ def fit_profiled(kernels: pd.DataFrame, device: str, params: KernelParams,
         "median_abs_log": float(np.median(err)),
         "median_abs_log_by_class": {c: float(np.median(err[(cls == c).to_numpy()]))
                                     for c in sorted(set(cls))},
-        "provenance": "measured" if facts.get("device_kind") == "gpu" else "cpu-only",
+        "provenance": {"gpu": "measured", "cpu-only": "cpu-only"}.get(
+            str(facts.get("device_kind")), "measured (device kind not recorded)"),
     }
     return ProfiledFit(name, entry, spec, fit, fitted_params, report)
 
