@@ -9,7 +9,9 @@ Public API (design.md, Project contracts):
 * :func:`load_campaign`, :func:`run_campaign` — a TOML matrix into a resumable runs folder;
 * :func:`label_trace`, :func:`label_runs` — burst/idle/peak/exec-time labels;
 * :func:`build_dataset` — labels + encoded graphs → ``datasets/<provenance>/<device>/``;
-* :func:`plot_trace` — seed 001 Fig. 2 for one run.
+* :func:`plot_trace` — seed 001 Fig. 2 for one run;
+* :func:`sweep_kernels` — a resumable single-kernel sweep on the local torch device
+  (``gpuscope profile kernels``; schema in ``kernelschema``, shapes in ``kernelplan``).
 
 Names load on first use (:mod:`gpuscope.core.lazy`).
 """
@@ -29,4 +31,5 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "Sampler": ".samplers",
     "DEFAULT_PERIOD_S": ".trace", "TraceMeta": ".trace", "read_meta": ".trace",
     "read_trace": ".trace", "write_trace": ".trace",
+    "sweep_kernels": ".kernels",
 })
