@@ -11,18 +11,23 @@ Prints, for Gavel's measured throughputs (``datasets/measured/gavel-throughputs.
 ``gavel-colocations.csv``; K80, P100, V100) and the AlexNet table
 (``datasets/measured/gpuscheduler-alexnet.csv``; GTX 1080Ti, M60, K80, P600), median |log(emulated / measured)| against the target 0.15, before and after fitting.
 
-Fitting (five parameters, held-out tests): one efficiency per architecture generation (kepler,
-pascal, volta) on ResNet-50 single-GPU throughputs; the DataLoader workers' per-batch hand-off
-(``loader_handoff_ms``, beyond the modern era's measured per-step sync) on ResNet-18 P100
-throughputs; all-reduce overlap and link efficiency on ResNet-50 2/4/8-GPU scaling. Held out:
-ResNet-18 on K80/V100, ResNet-18 ratios and scaling, and all AlexNet figures.
+Kernel speeds are the kernel model's (emulator 3.0, fitted on measured kernels,
+``benchmarks/emulator_kernels.py``); fitted here (few parameters, held-out tests): the
+DataLoader workers' per-batch hand-off (``loader_handoff_ms``, beyond the modern era's
+measured per-step sync) on ResNet-18 P100 throughputs; all-reduce overlap and link efficiency
+on ResNet-50 2/4/8-GPU scaling; the tensor-core efficiency on NVIDIA's V100 AMP ResNet-50
+figure; the context switch on the ResNet-18/50 colocations. Held out: ResNet-50 and ResNet-18
+steps/s on K80/V100 (and ResNet-50 on P100), ratios and scaling, every other family and all
+AlexNet figures. ``--cnn`` adds the torchvision CNN iterations of pytorch-gpu-benchmark
+(``gpuscope.emulator.calibration.gpubench``).
 Mapping: Gavel "ResNet-50 (batch B)" = catalog resnet50 on ImageNet; every other Gavel job type
 is traced from its faithful PyTorch version in gpuscope.workloads.models.gavel (one trace per
 model, used by the fit and by the tables alike; gpuscope.emulator.calibration.fidelity.gavel_points). Usage:
 
     python benchmarks/emulator_fidelity.py [--write] [--figure PNG]
 
-``--write`` stores the fitted parameters in gpuscope/emulator/calibration.json. Provenance of
+``--write`` stores the fitted parameters in gpuscope/emulator/calibration.json (host side) and
+the tensor-core efficiency in gpuscope/emulator/kernels/kernel_params.json. Provenance of
 every emulated figure: emulated; of every reference figure: measured (by Gavel's and the
 GPUScheduler authors, on their hardware).
 """
@@ -45,16 +50,22 @@ from gpuscope.emulator.calibration.fit import (
     Point,
     colocation_errors,
     exec_time_errors,
-    fit_arch_eff,
     fit_ctx_switch,
     fit_device,
     fit_multi_gpu,
-    fit_published,
     fit_step_sync,
+    fit_tensor_cores,
     load_alexnet,
     load_gavel,
     log_errors,
     median_abs,
+    published_errors,
+)
+from gpuscope.emulator.calibration.measured import (
+    fit_legacy_dispatch,
+    gpubench_fit_mask,
+    gpubench_rows,
+    gpubench_table,
 )
 from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams, default_params
 from gpuscope.emulator.perf import GraphCost, estimate
@@ -62,7 +73,14 @@ from gpuscope.graphs import GraphCache
 from gpuscope.jobs.spec import JobSpec
 
 TARGET = 0.15
-PROVENANCE = 'fitted (benchmarks/emulator_fidelity.py --write): kepler/pascal/volta on Gavel ResNet-50 1-GPU steps/s (kepler refitted alone with the K80 die at its 758 MHz sustained GEMM clock, datasets/devices.toml k80_gemm_clock, and arch_class_eff kepler:matmul 0.63 = cuBLAS 7.0 SGEMM on a K40 at boost, 3.15 of 5.0 TFLOP/s, k40_sgemm) (kepler refitted again with arch_winograd kepler 1.2012, the 3x3-convolution speed-up fitted on jcjohnson/cnn-benchmarks @0367b1f K40c vs GTX 1080 cuDNN 5 times of eight CNNs, benchmarks/emulator_kepler_convs.py), loader_handoff_ms on Gavel ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 (PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, ctx_switch_us on the Gavel identical-pair colocations of ResNet-18 and ResNet-50 (two processes on one GPU, K80/P100/V100); tensor_eff on V100 AMP ResNet-50 1200 img/s, ampere on A100-80GB TF32 938 / AMP 2470 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch README, 21.03), hopper on H100 SXM = 2x A100 SXM for vision training (Lambda H100 analysis), turing on T4/V100 forward-throughput ratios 415/1261 FP32 and 1198/3382 AMP (same NVIDIA README) with the T4 at its sustained 900 MHz SM clock under load (datasets/devices.toml mlperf_t4_clock), not its 1590 MHz boost; ada = ampere (assumed, no measurement)'
+PROVENANCE = ("fitted (benchmarks/emulator_fidelity.py --write; emulator 3.0: kernel speeds are "
+              "the kernel model's, kernels/kernel_params.json): loader_handoff_ms on Gavel "
+              "ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 "
+              "(PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, "
+              "ctx_switch_us on the Gavel identical-pair colocations of ResNet-18 and ResNet-50 "
+              "(two processes on one GPU, K80/P100/V100); the kernel model's gemm_tc.eff on "
+              "V100 AMP ResNet-50 1200 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch "
+              "README, 21.03)")
 
 
 def ratio_errors(points: list[Point], params: EmulatorParams) -> pd.DataFrame:
@@ -171,14 +189,13 @@ def andreas_order() -> tuple[int, int]:
     """ANDREAS's jobs (``datasets/measured/andreas-jobs.csv``): TESLA vs TURING execution time of the same job (1 GPU). The
     GPU models are not named; the check is the order only, mapping TESLA -> v100 and
     TURING -> t4 (assumed). Returns (agreeing, total) job pairs, with the emulator ranking
-    a compute-bound job by device peak throughput x architecture efficiency."""
+    a compute-bound job by the kernel model's time of a large FP32 GEMM."""
+    from gpuscope.emulator.kernels import kernel_time
+
     d = measured_table("andreas-jobs")
     d = d[d.n_gpus == 1].pivot_table(index="job", columns="gpu_type", values="exec_time_s")
-
-    p = default_params()
-    v, t = get_device("v100"), get_device("t4")
-    emu_faster_tesla = (v.fp32_tflops * v.clock_factor * p.arch_eff["volta"]
-                        > t.fp32_tflops * t.clock_factor * p.arch_eff["turing"])
+    shape = dict(b=1, m=4096, n=4096, k=4096)
+    emu_faster_tesla = kernel_time("gemm", "v100", **shape) < kernel_time("gemm", "t4", **shape)
     agree = int(((d["TESLA"] < d["TURING"]) == emu_faster_tesla).sum())
     return agree, len(d)
 
@@ -230,6 +247,29 @@ def families(points: tuple[list[Point], list[Point]], cache: GraphCache, alex: p
           f"({worst.family}) (target {TARGET}); device order correct {pct:.1f} %")
 
 
+def cnn_iterations(df: pd.DataFrame, rows: list, fit: np.ndarray, prior: EmulatorParams,
+                   fitted: EmulatorParams) -> float:
+    """pytorch-gpu-benchmark's torchvision iterations: median |log(emulated / measured)| per
+    GPU and precision (held-out rows: every fp16 row and the fp32 rows outside the fit
+    families), before and after the fit; returns the held-out median over all rows."""
+    print("\n== pytorch-gpu-benchmark CNN iterations (batch 12, 1 GPU; measured by others) ==")
+    out = 0.0
+    for tag, prm in (("prior", prior), ("fitted", fitted)):
+        t = gpubench_table(df, rows, prm).assign(split=np.where(fit, "fit", "held out"))
+        t["abs"] = t.log_err.abs()
+        per = t.pivot_table(index=["device", "precision"], columns="split", values="abs",
+                            aggfunc="median")
+        per["all"] = t.groupby(["device", "precision"])["abs"].median()
+        print(f"-- {tag} parameters --")
+        print(per.round(3).to_string())
+        held = float(t.loc[~fit, "abs"].median())
+        print(f"cnn iterations ({tag}): all rows {t['abs'].median():.3f}, held out {held:.3f}, "
+              f"fit {t.loc[fit, 'abs'].median():.3f}; worst GPU x precision "
+              f"{per['all'].idxmax()} {per['all'].max():.3f} (target 0.15 on every GPU)")
+        out = float(t["abs"].median())
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="write gpuscope/emulator/calibration.json")
@@ -246,25 +286,23 @@ def main() -> None:
     m50 = [p for p in multi if family(p.label) == "ResNet-50"]
     m18 = [p for p in multi if family(p.label) == "ResNet-18"]
     # the defaults, plus the host eras other than legacy (fitted by emulator_vs_gpu.py --fit on
-    # the measured H100; no Gavel or seed 001 device is in them)
-    # and the cited per-(architecture, op class) efficiencies (cuBLAS SGEMM on Kepler)
-    # and per-architecture 3x3 speed-ups (Kepler: benchmarks/emulator_kepler_convs.py)
+    # the measured H100; no Gavel or seed 001 device is in them) and the kernel model
     eras = default_params().host_eras
-    # and the kernel model's DRAM latency (0: the fill model; perf.py "Memory latency")
-    prior = EmulatorParams(host_eras=eras, arch_class_eff=default_params().arch_class_eff,
-                           arch_winograd=default_params().arch_winograd,
-                           mem_latency_us=default_params().mem_latency_us)
+    prior = EmulatorParams(host_eras=eras)
     r18_fit = [p for p in r18 if p.device.name == "p100"]
     r18_test = [p for p in r18 if p.device.name != "p100"]
-    # The efficiencies are fitted with the default host latency (5 ms, as before the hand-off
-    # split; docs/emulator.md "Host eras"). The legacy per-step sync is then the modern era's
-    # measured one (in-process steps, no loader), and what ResNet-18 P100 needs beyond it is
-    # fitted as the DataLoader workers' hand-off.
-    fitted = fit_arch_eff(r50, prior).with_(step_sync_ms=float(eras["modern"]["step_sync_ms"]))
+    # The legacy per-step sync is the modern era's measured one (in-process steps, no loader),
+    # and what ResNet-18 P100 needs beyond it is fitted as the DataLoader workers' hand-off.
+    fitted = prior.with_(step_sync_ms=float(eras["modern"]["step_sync_ms"]))
+    # the legacy era's per-op dispatch on pytorch-gpu-benchmark's fp32 ResNet/VGG/DenseNet
+    # iterations (PyTorch 1.x hosts; gpuscope.emulator.calibration.measured), then the hand-off
+    gb_df, gb_rows = gpubench_rows(cache)
+    gb_fit = gpubench_fit_mask(gb_df)
+    fitted = fit_legacy_dispatch([r for r, f in zip(gb_rows, gb_fit) if f], fitted)
     fitted = fit_step_sync(r18_fit, fitted, "loader_handoff_ms")
     fitted = fit_multi_gpu(m50, fitted)
     r50_64 = next(p.cost for p in r50 if p.label == "ResNet-50-b64")
-    fitted = fit_published(r50_64, fitted)  # tensor cores, Turing/Ampere/Hopper
+    fitted = fit_tensor_cores(r50_64, fitted)  # no kernel measurement has tensor cores
     # time-sliced contexts: on the fit families' identical-pair colocations (fidelity.py)
     raw = gavel_throughputs()
     pairs = colocation_points(raw, fam_points[0])
@@ -272,12 +310,14 @@ def main() -> None:
     pairs_held = [p for p in pairs if p not in pairs_fit]
     fitted = fit_ctx_switch(pairs_fit, fitted)
     print("provenance: emulated vs measured (Gavel; GPUScheduler AlexNet)")
-    print("fitted arch_eff:", {k: round(v, 3) for k, v in fitted.arch_eff.items() if k in ("kepler", "pascal", "volta")},
+    print(f"fitted tensor-core efficiency {fitted.kernels.gemm_tc['eff']:.3f};",
+          "published ResNet-50 figures, log(emulated/published) (v100_amp fitted, the rest held out):",
+          {k: round(v, 3) for k, v in published_errors(r50_64, fitted).items()},
           f"step_sync_ms={fitted.step_sync_ms:.2f} loader_handoff_ms={fitted.loader_handoff_ms:.2f} overlap={fitted.overlap:.3f} link_eff={fitted.link_eff:.3f}"
           f" ctx_switch_us={fitted.ctx_switch_us:.2f}")
     for tag, prm in (("prior", prior), ("fitted", fitted)):
         print(f"\n== {tag} parameters ==")
-        print(report("Gavel ResNet-50 1-GPU steps/s (fit set)", log_errors(r50, prm)))
+        print(report("Gavel ResNet-50 1-GPU steps/s (held out since 3.0)", log_errors(r50, prm)))
         print(report("Gavel ResNet-18 P100 steps/s (fit set: hand-off)", log_errors(r18_fit, prm)))
         print(report("Gavel ResNet-18 K80+V100 steps/s (held out)", log_errors(r18_test, prm)))
         rr = ratio_errors(single, prm)
@@ -302,12 +342,18 @@ def main() -> None:
                               "ResNet-18 K80/V100 (held out)": r18_test}, prior, fitted)
     print("\n== measured datasets (datasets/measured/) ==")
     measured_calibration(Path(__file__).resolve().parents[1] / "datasets" / "measured", cache, fitted)
+    cnn_iterations(gb_df, gb_rows, gb_fit, prior, fitted)
     families(fam_points, cache, load_alexnet(), fitted)
     if args.write:
         old = json.loads(CALIBRATION_FILE.read_text()).get("provenance", "")
         eras = old[old.find("; host_eras."):] if "; host_eras." in old else ""
         fitted.save(CALIBRATION_FILE, provenance=PROVENANCE + eras)
-        print(f"\nwrote {CALIBRATION_FILE}")
+        from gpuscope.emulator.kernels.params import KERNEL_PARAMS_FILE
+
+        k = fitted.kernels
+        k.with_(provenance={**k.provenance, "gemm_tc": PROVENANCE.split("; the kernel model's ")[-1]
+                            .join(("fitted on ", ""))}).save(KERNEL_PARAMS_FILE)
+        print(f"\nwrote {CALIBRATION_FILE} and {KERNEL_PARAMS_FILE}")
 
 
 if __name__ == "__main__":

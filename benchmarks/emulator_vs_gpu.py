@@ -44,12 +44,12 @@ from dataclasses import replace  # noqa: E402
 from gpuscope.cluster.devices import DeviceSpec, get_device  # noqa: E402
 from gpuscope.emulator import default_params, estimate  # noqa: E402
 from gpuscope.emulator.calibration.fit import HOST_RUN_PARAMS, fit_host_runs, fit_host_steps  # noqa: E402
+from gpuscope.emulator.calibration.measured import h100_step_rows  # noqa: E402
 from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams  # noqa: E402
 from gpuscope.emulator.perf import GraphCost  # noqa: E402
 from gpuscope.graphs import GraphCache  # noqa: E402
 from gpuscope.jobs.spec import MODEL_FAMILY, JobSpec  # noqa: E402
 
-STEPS = ROOT / "datasets/measured/h100-steps.csv"
 RUNS = ROOT / "datasets/measured/h100"
 #: The families the modern host era is fitted on (seed 001's CNNs); all others are held out.
 FIT_FAMILIES: frozenset[str] = frozenset({"resnet", "vgg", "densenet", "inception", "lenet", "alexnet"})
@@ -76,17 +76,10 @@ def _job(r: pd.Series, epochs: int = 1, spe: int | None = None) -> JobSpec:
 
 
 def step_rows(cache: GraphCache) -> tuple[pd.DataFrame, list[tuple[JobSpec, GraphCost, DeviceSpec, float]]]:
-    dev = get_device("h100")
-    df = pd.read_csv(STEPS)
-    df = df[df["status"] == "ok"].reset_index(drop=True)
-    df["family"] = df["model"].map(MODEL_FAMILY)
+    """The measured steps (``calibration.measured.h100_step_rows``) with the fit split."""
+    df, rows = h100_step_rows(cache)
     df["fit"] = df["family"].isin(FIT_FAMILIES)
-    rows = []
-    for _, r in df.iterrows():
-        job = _job(r)
-        rows.append((job, GraphCost.from_graph(cache.get_or_export(job), job.batch_size), dev,
-                     float(r["step_s"])))
-    return df, rows
+    return df, [(r.job, r.cost, r.device, r.measured_s) for r in rows]
 
 
 def step_table(df: pd.DataFrame, rows: list, p: EmulatorParams) -> pd.DataFrame:

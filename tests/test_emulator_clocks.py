@@ -35,10 +35,14 @@ def test_sustained_clock_scales_compute_peaks_not_bandwidth() -> None:
     n = 10**7
     compute = one_op("aten.mm.default", "matmul", n, 1e12)  # 1 TFLOP over 80 MB: compute-bound
     memory = one_op("aten.add.Tensor", "elementwise", n, float(n))  # 1 FLOP per element
-    tc = float(kernel_times(compute, held, P)[0][0]) - P.launch_us * 1e-6
-    tb = float(kernel_times(compute, at_boost, P)[0][0]) - P.launch_us * 1e-6
+    fixed = (P.kernels.launch_us + P.kernels.mem_latency_us) * 1e-6  # launch, DRAM latency
+    tc = float(kernel_times(compute, held, P)[0][0]) - fixed
+    tb = float(kernel_times(compute, at_boost, P)[0][0]) - fixed
     assert tc / tb == pytest.approx(1590 / 900, rel=1e-6)
-    assert float(kernel_times(memory, held, P)[0][0]) == float(kernel_times(memory, at_boost, P)[0][0])
+    # a streaming kernel past the L2: DRAM-bound, the memory clock is not throttled (the L2's
+    # bandwidth, on the SM clock, serves a sliver of an 80 MB working set)
+    assert float(kernel_times(memory, held, P)[0][0]) == pytest.approx(
+        float(kernel_times(memory, at_boost, P)[0][0]), rel=1e-4)
 
 
 def test_clock_fields_are_cited_and_consistent() -> None:

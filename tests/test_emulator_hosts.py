@@ -27,7 +27,7 @@ def test_for_era_overrides_only_that_era() -> None:
     assert P.for_era("legacy") is P
     m = P.for_era("modern")
     assert (m.step_sync_ms, m.dispatch_us, m.cudnn_dispatch_us, m.startup_s) == (2.0, 20.0, 90.0, 10.0)
-    assert m.class_eff == P.class_eff and m.dispatch_us != P.dispatch_us
+    assert m.cpu_ms_per_sample == P.cpu_ms_per_sample and m.dispatch_us != P.dispatch_us
 
 
 def test_unknown_era_parameter_is_refused() -> None:

@@ -45,4 +45,4 @@ def test_per_tensor_optimizer_loops_cost_dispatches_and_launches() -> None:
     assert foreach.t_dispatch_s == pytest.approx(cost.n_dispatch * P.dispatch_us * 1e-6 / speed)
     assert loop.t_dispatch_s - foreach.t_dispatch_s == pytest.approx(39 * P.dispatch_us * 1e-6 / speed)
     # GPU: 19 more launches in the update, 20 memset kernels writing the gradients
-    assert loop.t_gpu_s > foreach.t_gpu_s + 39 * P.launch_us * 1e-6
+    assert loop.t_gpu_s > foreach.t_gpu_s + 39 * P.kernels.launch_us * 1e-6

@@ -1,24 +1,27 @@
-"""Precision rules of the emulator's GEMM and attention rates: FP32 fused
-attention at 3xTF32 on Ampere+, tile/wave fill of tensor-core GEMMs; on hand-built graphs."""
+"""Precision rules of the emulator's GEMM and attention rates
+(``gpuscope.emulator.kernels.precision``): FP32 fused attention at 3xTF32 on Ampere+, tensor
+cores by precision and architecture, autocast's FP32 ops; on hand-built graphs."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
 
 from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import EmulatorParams
-from gpuscope.emulator.perf import (
-    GEMM_MIN_K_SLICE,
-    GEMM_TILE,
-    GraphCost,
-    gemm_wave_fill,
-    gpu_times,
-    kernel_times,
-)
+from gpuscope.emulator.perf import GraphCost, gpu_times, kernel_times
 from gpuscope.graphs.opgraph import OpGraph, OpNode
 
 P = EmulatorParams()  # the defaults, not the calibration file
+
+
+def _no_rule(cost: GraphCost) -> GraphCost:
+    """``cost`` with its FP32 attention priced as any FP32 GEMM (the 3xTF32 rule off)."""
+    assert cost.kernels is not None
+    kb = dataclasses.replace(cost.kernels, attn_fp32=np.zeros(len(cost.kernels), dtype=bool))
+    return dataclasses.replace(cost, attn_fp32=None, kernels=kb)
 
 
 def _mm(name: str, m: int, n: int, k: int, dtb: int = 4, phase: str = "forward") -> OpNode:
@@ -54,54 +57,32 @@ def test_fp32_attention_runs_3xtf32_on_ampere_and_later() -> None:
     assert cost.attn_fp32 is not None and cost.attn_fp32.tolist() == [False, True] + [False] * 4
     for dev in ("a100", "h100"):
         assert _attn_time(cost, dev, "fp32") == pytest.approx(_attn_time(cost, dev, "tf32"))
-        no_rule = GraphCost(**{**cost.__dict__, "attn_fp32": None})
+        no_rule = _no_rule(cost)
         # tf32 job: slower than a TF32 GEMM (3 products per FP32 product) ...
         assert _attn_time(cost, dev, "tf32") > 2.5 * _attn_time(no_rule, dev, "tf32")
         # ... fp32 job: faster than the CUDA-core FP32 matmul rate it had
         assert _attn_time(cost, dev, "fp32") < _attn_time(no_rule, dev, "fp32")
     # before Ampere the kernel is SIMT: the FP32 matmul rate, unchanged
-    no_rule = GraphCost(**{**cost.__dict__, "attn_fp32": None})
+    no_rule = _no_rule(cost)
     assert _attn_time(cost, "v100", "fp32") == _attn_time(no_rule, "v100", "fp32")
     # a half-precision trace's attention is not FP32
     half = GraphCost.from_graph(_layer(2))
     assert half.attn_fp32 is not None and not half.attn_fp32.any()
 
 
-def test_gemm_wave_fill_tile_and_wave_quantisation() -> None:
-    sms = 132
-    t = GEMM_TILE
-    rows = np.array([
-        [1, t * 12, t * 11, 4096],        # 132 tiles: one full wave
-        [1, t * 133, t, 4096],            # 133 tiles: a second wave with one tile
-        [1, t * 12, t * 11 - 64, 4096],   # half-empty last tile column
-        [1, 768, 768, 4096],              # 36 tiles, K deep: split-K fills the SMs
-        [1, 768, 768, GEMM_MIN_K_SLICE],  # 36 tiles, too shallow to split
-        [0, 0, 0, 0],                     # not a GEMM
-    ], dtype=np.float64)
-    f = gemm_wave_fill(rows, sms)
-    assert f[0] == pytest.approx(1.0)
-    assert f[1] == pytest.approx(133 / 264)
-    assert f[2] == pytest.approx((11 * t - 64) / (11 * t))
-    assert f[3] == pytest.approx(36 * 3 / 132)  # 3 K slices: 108 of 132 SMs
-    assert f[4] == pytest.approx(36 / 132)
-    assert f[5] == 1.0
-    assert np.all((f > 0) & (f <= 1))
-
-
-def test_wave_fill_applies_to_tensor_core_gemms_only() -> None:
-    """The FP32 (CUDA-core) path keeps its element fill: an fp32 job's GEMMs are unchanged;
-    a tf32 job's GEMM with a partial second wave is slower than its FLOPs at full fill."""
-    cost = GraphCost.from_graph(_layer(4))
-    flat = GraphCost(**{**cost.__dict__, "gemm_mnk": None})
-    h100 = get_device("h100")
-    t32, _ = kernel_times(cost, h100, P, "fp32")
-    f32, _ = kernel_times(flat, h100, P, "fp32")
-    assert np.array_equal(t32, f32)
-    ttf, _ = kernel_times(cost, h100, P, "tf32")
-    ftf, _ = kernel_times(flat, h100, P, "tf32")
-    # "out": 4096 x 768 = 192 tiles on 132 SMs, two waves at 0.73
-    assert ttf[2] > 1.2 * ftf[2]
-    assert np.all(ttf >= ftf * (1 - 1e-12))
+def test_tensor_cores_by_precision_and_architecture() -> None:
+    """An fp32 job's GEMMs stay on the CUDA cores (``matmul.allow_tf32`` off); tf32 puts them
+    on TF32 tensor cores on Ampere+ only; a half-precision trace runs FP16 tensor cores on
+    Volta+, but an ``amp-bf16`` job has no BF16 tensor cores before Ampere."""
+    c32, c16 = GraphCost.from_graph(_layer(4)), GraphCost.from_graph(_layer(2))
+    ffn = 3  # a 4096 x 3072 x 768 GEMM
+    h100, v100 = get_device("h100"), get_device("v100")
+    t = {p: kernel_times(c32, h100, P, p)[0][ffn] for p in ("fp32", "tf32")}
+    assert t["tf32"] < t["fp32"] / 3
+    assert kernel_times(c32, v100, P, "tf32")[0][ffn] == kernel_times(c32, v100, P, "fp32")[0][ffn]
+    fp16 = kernel_times(c16, v100, P, "amp-fp16")[0][ffn]
+    bf16 = kernel_times(c16, v100, P, "amp-bf16")[0][ffn]
+    assert bf16 > 3 * fp16
 
 
 def test_precision_ordering_on_a_transformer_layer() -> None:

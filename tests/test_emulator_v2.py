@@ -13,6 +13,7 @@ from torch import nn
 from gpuscope.cluster.devices import get_device, load_catalog
 from gpuscope.core.errors import InputError
 from gpuscope.emulator import EmulatorParams
+from gpuscope.emulator.hostwork import achievable_bw
 from gpuscope.emulator.memory import footprint_from_sizes, saved_bytes
 from gpuscope.emulator.perf import GraphCost, gpu_times, kernel_times
 from gpuscope.graphs.frontends.torch import trace_train_step
@@ -37,7 +38,7 @@ def test_reduction_time_grows_with_input() -> None:
                  for n in (10**4, 10**6, 10**8)]
         assert times[0] < times[1] < times[2]
         # 10^8 FP32 elements = 400 MB read: bandwidth-bound, within 2x of bytes / (bw x eff)
-        ideal = 4e8 / (d.mem_bw_gbs * 1e9 * P.bw_eff)
+        ideal = 4e8 / achievable_bw(d, P)
         assert ideal < times[2] < 2 * ideal
 
 
@@ -49,27 +50,35 @@ def test_scalar_loss_costs_microseconds_everywhere() -> None:
         assert t < 60e-6, (d.name, t)
 
 
-def test_memory_latency_prices_a_tiny_kernel_at_one_dram_latency() -> None:
-    """``mem_latency_us`` (Little's law): a one-element kernel costs launch + one DRAM latency,
-    not the fill model's SMs x 2048 threads' share of the bandwidth; a large kernel is unchanged."""
-    from gpuscope.emulator.hostwork import achievable_bw
+def test_tiny_kernel_costs_launch_and_one_dram_latency() -> None:
+    """A one-element kernel (BatchNorm's ``num_batches_tracked += 1``) costs the launch and one
+    DRAM round trip on every device, not a share of the bandwidth; 2.x parameters are refused
+    with the reason."""
+    floor = (P.kernels.launch_us + P.kernels.mem_latency_us) * 1e-6
+    tiny = one_op("aten.add_.Tensor", "elementwise", 1, 1)
+    for d in load_catalog().values():
+        assert float(kernel_times(tiny, d, P)[0][0]) == pytest.approx(floor, rel=0.01), d.name
+    with pytest.raises(InputError, match="belong to emulator 2.x"):
+        EmulatorParams.from_dict({"mem_latency_us": 0.4})
 
-    lat = P.with_(mem_latency_us=0.4)
-    for dev in ("l4", "v100", "h100"):
+
+def test_graph_path_prices_a_node_as_the_kernel_model_does() -> None:
+    """One code path: a one-node graph's kernel time is ``kernel_time`` of the same kernel."""
+    from gpuscope.emulator.kernels import kernel_time
+
+    b, m, n, k = 8, 512, 384, 256
+    nodes = [OpNode("a", "Input", "constant", (b, m, k), b * m * k, 4, 0.0, 0.0, "data"),
+             OpNode("w", "Parameter", "constant", (b, k, n), b * k * n, 4, 0.0, 0.0, "data"),
+             OpNode("mm", "aten.bmm.default", "matmul", (b, m, n), b * m * n, 4,
+                    2.0 * b * m * n * k, 4.0 * b * (m * k + k * n + m * n), "forward")]
+    cost = GraphCost.from_graph(OpGraph("bmm", nodes, [(0, 2), (1, 2)], {"batch_size": b}), b)
+    add = one_op("aten.add.Tensor", "elementwise", 2 * 10**6, 10**6)
+    for dev in ("t4", "a100", "h100"):
         d = get_device(dev)
-        bw = achievable_bw(d, P)
-        tiny = one_op("aten.add_.Tensor", "elementwise", 1, 1)  # BatchNorm's counter += 1
-        launch = P.launch_us * 1e-6
-        # fill model: 8 bytes over w = 2 elements' share 2 / (2 + SMs x 2048) of the bandwidth
-        fill_model = 8.0 * (2 + d.sm_count * P.fill_threads_per_sm) / 2 / bw + launch
-        assert float(kernel_times(tiny, d, P)[0][0]) == pytest.approx(fill_model, rel=1e-9)
-        assert float(kernel_times(tiny, d, lat)[0][0]) == pytest.approx(launch + 0.4e-6 + 8.0 / bw,
-                                                                          rel=1e-9)
-        big = one_op("aten.sum.default", "reduction", 10**8, 1)  # 400 MB read
-        old, new = (float(kernel_times(big, d, q)[0][0]) for q in (P, lat))
-        assert new == pytest.approx(old, rel=5e-3)
-    with pytest.raises(InputError, match="mem_latency_us"):
-        EmulatorParams.from_dict({"mem_latency_us": -1.0})
+        want = kernel_time("gemm", d, b=b, m=m, n=n, k=k)
+        assert float(kernel_times(cost, d, P)[0][0]) == pytest.approx(want, rel=1e-12)
+        want = kernel_time("add", d, B=1000, H=1000)  # 12 MB: two inputs, one output
+        assert float(kernel_times(add, d, P)[0][0]) == pytest.approx(want, rel=1e-12)
 
 
 def _layer_and_batch(device: str, p: float = 0.0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:

@@ -137,10 +137,13 @@ def test_recurrent_kernel_is_sequential() -> None:
     long = GraphCost.from_graph(_trace(64, 64), 4)
     rec = [i for i, s in enumerate(long.steps) if s > 0]
     assert len(rec) == 2 and all(long.steps[i] == 64 for i in rec)
-    assert all(long.work[i] == 4 * 4 * 64 for i in rec)  # B * G * H per timestep
+    kb = long.kernels
+    assert kb is not None
+    for i in rec:  # one timestep's GEMM: batch 4, G * H = 4 * 64 gates, hidden 64
+        assert sorted(kb.bmnk[i].tolist()) == sorted([1.0, 4.0, 4 * 64.0, 64.0])
     t, _ = kernel_times(long, h100, P)
     for i in rec:  # at least the per-timestep latency floor
-        assert t[i] >= 64 * RNN_KERNELS_PER_STEP * P.launch_us * 1e-6
+        assert t[i] >= 64 * RNN_KERNELS_PER_STEP * P.kernels.launch_us * 1e-6
     # the same FLOPs as one step of a 64x larger batch: parallel, so much faster
     wide = GraphCost.from_graph(_trace(1, 64, 256), 256)
     t_wide, _ = kernel_times(wide, h100, P)
@@ -184,6 +187,7 @@ def test_recurrence_survives_a_json_round_trip() -> None:
     g = _trace(12)
     a, b = GraphCost.from_graph(g, 4), GraphCost.from_graph(graph_from_dict(graph_to_dict(g)), 4)
     assert a.steps is not None and b.steps is not None
-    assert list(a.steps) == list(b.steps) and list(a.work) == list(b.work)
+    assert list(a.steps) == list(b.steps) and a.kernels is not None and b.kernels is not None
+    assert a.kernels.bmnk.tolist() == b.kernels.bmnk.tolist()
     h100 = get_device("h100")
     assert kernel_times(a, h100, P)[0].sum() == pytest.approx(kernel_times(b, h100, P)[0].sum())

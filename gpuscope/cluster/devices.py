@@ -48,7 +48,8 @@ class DeviceSpec:
     memory bandwidth (the memory clock is not power-throttled). ``l2_mb`` is the L2 cache
     (MiB; 0 = not given, the kernel model then assumes its architecture's typical L2 per SM)
     and ``aliases`` the comma-separated names the GPU reports (``torch.cuda.get_device_name``,
-    e.g. ``Tesla T4``), which kernel tables may use instead of the catalog name.
+    e.g. ``Tesla T4``), which kernel tables may use instead of the catalog name; ``mem_type``
+    the DRAM technology of the datasheet (``HBM2``, ``GDDR6``...; empty: not given).
     """
 
     name: str
@@ -73,6 +74,7 @@ class DeviceSpec:
     sustained_clock_mhz: float = 0.0
     l2_mb: float = 0.0
     aliases: str = ""
+    mem_type: str = ""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -107,7 +109,8 @@ class DeviceSpec:
 
 
 #: Fields a catalog entry may leave out (default 0: not given).
-OPTIONAL_FIELDS: tuple[str, ...] = ("boost_clock_mhz", "sustained_clock_mhz", "l2_mb", "aliases")
+OPTIONAL_FIELDS: tuple[str, ...] = ("boost_clock_mhz", "sustained_clock_mhz", "l2_mb", "aliases",
+                                     "mem_type")
 SPEC_FIELDS: tuple[str, ...] = tuple(
     f.name for f in fields(DeviceSpec) if f.name not in ("name", "sources", *OPTIONAL_FIELDS)
 )

@@ -1,11 +1,11 @@
 """One training step's cost arrays (``GraphCost``), read once from its traced graph.
 
-``GraphCost.from_graph`` turns an ``OpGraph`` into per-kernel arrays (FLOPs, bytes, parallelism
-``work``, op class, phase, scalar output, Winograd, recurrence steps) and per-step counts
-(dispatches, cuDNN calls, views, convolution configurations, optimizer tensors), plus the
-memory sizes (parameters, saved-for-backward bytes, the liveness peak). ``perf`` prices these
-arrays on a device (the equations are in ``gpuscope.emulator.perf``'s docstring); computing them
-once per graph is what keeps a 432-run campaign within seconds.
+``GraphCost.from_graph`` turns an ``OpGraph`` into per-kernel arrays (FLOPs, bytes, op class,
+phase, scalar output, recurrence steps), the kernels' shapes for the kernel model
+(``kernels``: a ``KernelBatch``, ``graphkernels``) and per-step counts (dispatches, cuDNN
+calls, views, convolution configurations, optimizer tensors), plus the memory sizes
+(parameters, saved-for-backward bytes, the liveness peak). ``perf`` prices these arrays on a
+device; computing them once per graph is what keeps a 432-run campaign within seconds.
 """
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ from typing import Protocol
 
 import numpy as np
 
+from gpuscope.emulator.graphkernels import graph_kernels
 from gpuscope.emulator.hostwork import optimizer_tensor_counts, per_tensor_extra_dispatch
+from gpuscope.emulator.kernels.model import KernelBatch
+from gpuscope.emulator.kernels.precision import PRECISIONS
 from gpuscope.emulator.liveness import live_activation_bytes
 from gpuscope.emulator.memory import VIEW_OPS, op_base, param_bytes, saved_bytes
 from gpuscope.emulator.params import EmulatorParams
@@ -28,10 +31,8 @@ from gpuscope.graphs.ops.aten import (
 )
 from gpuscope.jobs.spec import DatasetSpec
 
-PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 _CLASS_INDEX = {c: i for i, c in enumerate(OP_CLASSES)}
 _NO_KERNEL_CLASSES = frozenset({"constant", "control"})
-_TF32_ARCHS = frozenset({"ampere", "ada", "hopper"})
 _CUDNN_CLASSES = frozenset({"conv", "norm"})
 _VIEW_OPS = VIEW_OPS  # kept for importers of the old name
 _op_base = op_base
@@ -98,19 +99,6 @@ def job_precision(job: EmulatedJob) -> str:
     return p if p in PRECISIONS else "fp32"
 
 
-def _winograd_convs(graph: OpGraph) -> set[int]:
-    """Indices of convolutions (forward or backward) whose weight is 3x3: cuDNN runs them with
-    Winograd, which needs ~2.25x fewer multiplies than the direct FLOPs the graph counts."""
-    convs = {i for i, n in enumerate(graph.nodes) if n.op_class == "conv"}
-    out: set[int] = set()
-    for s, d in graph.edges:
-        if d in convs:
-            n = graph.nodes[s]
-            if n.op == "Parameter" and len(n.shape) == 4 and n.shape[2] == 3 and n.shape[3] == 3:
-                out.add(d)
-    return out
-
-
 def _conv_configs(graph: OpGraph) -> int:
     """Distinct forward convolution configurations (input, weight and output shapes, dtype):
     cuDNN's autotuner (``cudnn.benchmark``) benchmarks each configuration once and caches it,
@@ -143,12 +131,12 @@ def _gemm_mnk(op: str, op_class: str, shape: tuple[int, ...] | list[int], flops:
 class GraphCost:
     """Device-independent arrays of one OpGraph's kernels (built once, reused per device).
 
-    ``work``: elements each kernel touches (its parallelism); ``scalar``: kernels with a
+    ``kernels``: each kernel's shapes for the kernel model (``graphkernels``; None: priced by
+    FLOPs and bytes, ``perf.flops_batch``); ``scalar``: kernels with a
     scalar (<= 1 element) output; ``activation_bytes``: saved-for-backward bytes;
     ``live_activation_bytes``: the step's liveness peak less its gradients (``act_bytes``);
-    ``steps``: sequential timesteps of a recurrent kernel (0 for every other kernel), whose
-    ``work`` is then the parallel elements of one timestep (``perf``'s module docstring) and
-    ``work_mem`` the elements one timestep moves;
+    ``steps``: sequential timesteps of a recurrent kernel (0 for every other kernel; its
+    ``kernels`` row is one timestep);
     ``env_steps``/``host_optimizer``: the graph's host-side work (``host_serial_times``);
     ``workers``: processes running the same step on the one GPU (Gavel's A3C: 4);
     ``sparse_nnz_per_sample``/``sparse_dense_width``: a sparse input built on the host each
@@ -164,23 +152,20 @@ class GraphCost:
     bytes: np.ndarray
     numel: np.ndarray
     cls: np.ndarray
-    is_conv_fp32: np.ndarray
     is_half: np.ndarray
     forward: np.ndarray
-    winograd: np.ndarray
     n_dispatch: int
     n_dispatch_forward: int
     n_conv_forward: int
     param_bytes: float
     activation_bytes: float
     batch_size: int
-    work: np.ndarray | None = None
+    kernels: KernelBatch | None = None
     is_mm: np.ndarray | None = None
     optimizer: np.ndarray | None = None
     scalar: np.ndarray | None = None
     half_traced: bool = False
     steps: np.ndarray | None = None
-    work_mem: np.ndarray | None = None
     env_steps: int = 0
     host_optimizer: bool = False
     workers: int = 1
@@ -208,7 +193,6 @@ class GraphCost:
 
     @classmethod
     def from_graph(cls, graph: OpGraph, batch_size: int | None = None) -> GraphCost:
-        wino = _winograd_convs(graph)
         kern_idx = [
             i for i, n in enumerate(graph.nodes)
             if n.op_class not in _NO_KERNEL_CLASSES and op_base(n.op) not in VIEW_OPS
@@ -225,33 +209,29 @@ class GraphCost:
         numel = np.array([max(1, n.numel) for n in kern], dtype=np.float64)
         dtb = np.array([max(1, n.dtype_bytes) for n in kern], dtype=np.float64)
         bs = batch_size or int(graph.meta.get("batch_size") or 1)
-        work = np.maximum(numel, byts / dtb)
-        work_mem = work.copy()
         steps = np.zeros(len(kern), dtype=np.float64)
         for j, n in enumerate(kern):
             rec = recurrent_shape(n.op, n.shape)
             if rec is not None:
-                steps[j], work_mem[j] = float(rec[0]), work[j] / rec[0]
-                if rec[0] > 1:  # one step's gates; a single step is an ordinary GEMM
-                    work[j] = float(rec[1])
+                steps[j] = float(rec[0])
         opt_tensors, n_par = optimizer_tensor_counts(graph, kern)
         p_bytes = param_bytes(graph)
+        gemm_mnk = np.array([_gemm_mnk(n.op, n.op_class, n.shape, n.flops or 0.0, steps[j])
+                             for j, n in enumerate(kern)], dtype=np.float64).reshape(-1, 4)
+        attn_fp32 = np.array([base_name(n.op) in ATTENTION_NAMES and n.dtype_bytes >= 4
+                              for n in kern], dtype=bool)
         return cls(
             flops=flops, bytes=byts, numel=numel,
             cls=np.array([_CLASS_INDEX.get(n.op_class, _CLASS_INDEX["other"]) for n in kern]),
-            # cuDNN kernels (convolutions, recurrences) use TF32 on Ampere+ unless disabled
-            is_conv_fp32=np.array([(n.op_class == "conv" or steps[j] > 0) and n.dtype_bytes >= 4
-                                   for j, n in enumerate(kern)], dtype=bool),
             is_half=np.array([n.dtype_bytes <= 2 and n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
             forward=np.array([n.phase == "forward" for n in kern], dtype=bool),
-            winograd=np.array([i in wino for i in kern_idx], dtype=bool),
             n_dispatch=len(dispatch),
             n_dispatch_forward=sum(1 for n in dispatch if n.phase == "forward"),
             n_conv_forward=sum(1 for n in kern if n.op_class == "conv" and n.phase == "forward"),
             param_bytes=p_bytes, activation_bytes=saved_bytes(graph),
             batch_size=bs,
-            work=work, steps=steps if bool((steps > 0).any()) else None,
-            work_mem=work_mem if bool((steps > 0).any()) else None,
+            kernels=graph_kernels(graph, kern_idx, flops, byts, dtb, steps, gemm_mnk, attn_fp32),
+            steps=steps if bool((steps > 0).any()) else None,
             env_steps=int(graph.meta.get("env_steps", 0) or 0),
             host_optimizer=bool(graph.meta.get("host_optimizer", False)),
             workers=max(1, int(graph.meta.get("workers", 1) or 1)),
@@ -268,12 +248,10 @@ class GraphCost:
             n_conv_configs=_conv_configs(graph),
             opt_tensors=opt_tensors, n_param_tensors=n_par,
             live_activation_bytes=live_activation_bytes(graph, p_bytes),
-            # fused attention on FP32 tensors: PyTorch's memory-efficient kernel (perf._mm_rate)
-            attn_fp32=np.array([base_name(n.op) in ATTENTION_NAMES and n.dtype_bytes >= 4
-                                for n in kern], dtype=bool),
+            # fused attention on FP32 tensors: PyTorch's memory-efficient kernel (precision)
+            attn_fp32=attn_fp32,
             keeps_fp32=np.array([autocast_fp32(n.op, n.phase) for n in kern], dtype=bool),
-            gemm_mnk=np.array([_gemm_mnk(n.op, n.op_class, n.shape, n.flops or 0.0, steps[j])
-                               for j, n in enumerate(kern)], dtype=np.float64).reshape(-1, 4),
+            gemm_mnk=gemm_mnk,
         )
 
     def dispatch_s(self, params: EmulatorParams, speed: float, forward_only: bool = False) -> float:

@@ -28,8 +28,11 @@ if TYPE_CHECKING:
 
 def achievable_bw(device: DeviceSpec, params: EmulatorParams) -> float:
     """Achievable DRAM bandwidth of ``device``, bytes/s: the datasheet's ``mem_bw_gbs`` times
-    the fitted ``bw_eff`` and the architecture's efficiency ``arch_eff`` (1 when unlisted)."""
-    return device.mem_bw_gbs * 1e9 * params.bw_eff * params.arch_eff.get(device.arch, 1.0)
+    the kernel model's streaming efficiency for its memory (``kernels.memory.dram_eff``)."""
+    from gpuscope.emulator.kernels.device import KernelDevice
+    from gpuscope.emulator.kernels.memory import dram_eff
+
+    return device.mem_bw_gbs * 1e9 * dram_eff(KernelDevice.from_spec(device), params.kernels.memory)
 
 
 def input_bytes_per_sample(job: EmulatedJob) -> float:
@@ -78,7 +81,7 @@ def host_serial_times(cost: GraphCost, job: EmulatedJob, device: DeviceSpec,
     speed = device.host_single_core
     pcie = device.pcie_gbs * 1e9 * params.h2d_eff
     t_env = cost.env_steps * (cpu_ms_per_sample(job, params) * 1e-3 / speed
-                              + 2 * params.launch_us * 1e-6 + input_bytes_per_sample(job) / pcie)
+                              + 2 * params.kernels.launch_us * 1e-6 + input_bytes_per_sample(job) / pcie)
     if not cost.host_optimizer or cost.optimizer is None:
         return t_env, 0.0
     opt_bytes = float(cost.bytes[cost.optimizer].sum())
@@ -161,7 +164,7 @@ def sparse_densify_s(cost: GraphCost, batch_size: int, device: DeviceSpec,
     if n <= 0:
         return 0.0
     byts = 4.0 * batch_size * cost.sparse_dense_width + SPARSE_H2D_BYTES_PER_NNZ * n
-    return float(byts / achievable_bw(device, params) + params.launch_us * 2e-6)
+    return float(byts / achievable_bw(device, params) + params.kernels.launch_us * 2e-6)
 
 
 # --- per-tensor optimizer loops (PyTorch 1.x; legacy host era) -----------------
@@ -210,7 +213,7 @@ def zero_grad_gpu_s(cost: GraphCost, device: DeviceSpec, params: EmulatorParams)
     the gradient bytes written); 0 for foreach-era software, which sets gradients to None."""
     if params.per_tensor_optimizer <= 0 or cost.n_param_tensors == 0:
         return 0.0
-    return (cost.n_param_tensors * params.launch_us * 1e-6
+    return (cost.n_param_tensors * params.kernels.launch_us * 1e-6
             + cost.param_bytes / achievable_bw(device, params))
 
 
@@ -240,13 +243,13 @@ def time_sliced_gpu_s(cost: GraphCost, t_gpu: float, t_dispatch: float, device: 
     GPU runs them; the fraction of its kernels after which it drains is taken as
     ``min(1, t_dispatch / t_gpu)`` (1 for a dispatch-bound step of tiny kernels such as A3C's
     batch-1 loop, small for a step of long kernels, whose queue stays full). Each such kernel
-    costs one switch of ``ctx_switch_us / arch_eff``::
+    costs one switch of ``ctx_switch_us``::
 
-        t = t_gpu + min(1, t_dispatch / t_gpu) * kernels * ctx_switch_us / arch_eff
+        t = t_gpu + min(1, t_dispatch / t_gpu) * kernels * ctx_switch_us
 
     and ``perf.estimate`` waits for ``workers * t`` per step."""
     if cost.workers <= 1 or params.ctx_switch_us <= 0 or t_gpu <= 0:
         return t_gpu
     drain = min(1.0, t_dispatch / t_gpu)
-    per_switch = params.ctx_switch_us * 1e-6 / params.arch_eff.get(device.arch, 1.0)
+    per_switch = params.ctx_switch_us * 1e-6
     return t_gpu + drain * dispatched_gpu_kernels(cost, params) * per_switch

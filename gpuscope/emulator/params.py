@@ -1,42 +1,32 @@
-"""The emulator's parameters: efficiency factors, host costs, overheads (docs/emulator.md).
+"""The emulator's parameters: host costs, overheads, memory terms (docs/emulator.md).
 
-Physical figures come from the device catalog (``gpuscope.cluster.devices``); what is here is the part
-no datasheet gives: how much of the peak a training step achieves. Few numbers, on purpose,
-so that fitting them to measurements (``gpuscope.emulator.calibration.fit``) cannot overfit: one
-compute efficiency per op class, one bandwidth efficiency, one factor per architecture
-generation, and the data-parallel overlap. Defaults were set once from public knowledge
-(cuDNN convolutions reach 50-70 % of FP32 peak, streaming kernels 70-80 % of bandwidth); the
-calibrated values live in ``calibration.json`` beside this module.
+Physical figures come from the device catalog (``gpuscope.cluster.devices``). How fast each kernel runs
+on a device is the kernel model's (``gpuscope.emulator.kernels``, its fitted constants in
+``kernels/kernel_params.json``, carried here as ``kernels``); what is here is the rest no
+datasheet gives: the host's dispatch, sync and input pipeline per host era, start-up,
+memory-footprint terms, data-parallel overlap. Few numbers, fitted on declared fit sets
+(``gpuscope.emulator.calibration.fit``); the calibrated values live in ``calibration.json``.
 """
 
 from __future__ import annotations
 
+import copy
 import json
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from gpuscope.core.errors import InputError
+from gpuscope.emulator.kernels.params import KernelParams, default_kernel_params
 
 CALIBRATION_FILE: Path = Path(__file__).with_name("calibration.json")
 #: Version of the emulator's model; bump on any change to performance, memory or traces
 #: (the bundled emulated datasets record it; ``gpuscope.emulator.calibration.bundle``).
-EMULATOR_VERSION: str = "2.5.1"
-#: Largest accepted ``mem_latency_us``: 10x the ~1 us a GPU's DRAM round trip takes at most.
-MAX_MEM_LATENCY_US: float = 10.0
-
-
-def _default_class_eff() -> dict[str, float]:
-    # Fraction of FP32 (or tensor-core) peak a kernel of each class reaches when it fills the
-    # GPU; memory-bound classes rarely reach this and are limited by bandwidth instead.
-    return {"conv": 0.6, "matmul": 0.7, "norm": 0.3, "pool": 0.3, "activation": 0.3,
-            "elementwise": 0.3, "reduction": 0.3, "loss": 0.3, "optimizer": 0.3,
-            "data_movement": 0.3, "random": 0.3, "other": 0.3}
-
-
-def _default_arch_eff() -> dict[str, float]:
-    return {"kepler": 1.0, "maxwell": 1.0, "pascal": 1.0, "volta": 1.0, "turing": 1.0,
-            "ampere": 1.0, "ada": 1.0, "hopper": 1.0}
+EMULATOR_VERSION: str = "3.0"
+#: GPU-side constants of emulator 2.x, now the kernel model's (``kernels/kernel_params.json``).
+GPU_SIDE_V2: frozenset[str] = frozenset({
+    "class_eff", "arch_eff", "arch_class_eff", "arch_winograd", "bw_eff", "tensor_eff",
+    "winograd_speedup", "fill_threads_per_sm", "launch_us", "mem_latency_us"})
 
 
 def _default_cpu_ms() -> dict[str, float]:
@@ -68,30 +58,8 @@ class EmulatorParams:
     """All tunable constants of the performance model (see the module docstring).
 
     Attributes:
-        class_eff: achievable fraction of compute peak per op class.
-        arch_eff: per-architecture multiplier on compute and bandwidth efficiency (fitted).
-        arch_class_eff: cited exceptions, ``"<arch>:<op class>"`` -> fraction of the FP32
-            (CUDA-core) peak that class reaches on that architecture when it fills the GPU;
-            replaces ``class_eff[class] * arch_eff[arch]`` for the compute side of that pair
-            only (memory side, tensor-core rates and every other pair unchanged), e.g.
-            ``kepler:matmul`` = cuBLAS SGEMM on a Kepler die (docs/emulator.md, calibration).
-        arch_winograd: per-architecture exceptions to ``winograd_speedup``, ``"<arch>"`` ->
-            the speed-up of 3x3 convolutions on that architecture (``kepler`` fitted on jcjohnson/cnn-benchmarks' K40c vs GTX
-            1080 cuDNN 5 times, docs/emulator.md); every other architecture keeps
-            ``winograd_speedup``.
-        bw_eff: achievable fraction of memory bandwidth.
-        tensor_eff: fraction of the tensor-core peak (TF32 on Ampere+, FP16/BF16 under AMP)
-            that tensor-core matmuls and convolutions reach (``perf._mm_rate``).
-        winograd_speedup: effective speed-up of 3x3 convolutions (cuDNN Winograd: 2.25x fewer
-            multiplies in theory, less in practice).
-        fill_threads_per_sm: output elements per SM at which a kernel half-fills the GPU
-            (small kernels cannot occupy a big GPU: rate x numel / (numel + sms x this)).
-        launch_us: GPU-side gap per kernel (launch latency), microseconds.
-        mem_latency_us: DRAM latency a memory-bound kernel pays once (its loads, then its
-            stores), microseconds: ``t_mem = bytes / bw + mem_latency`` (Little's law, in
-            place of the compute side's fill). 0 = the older fill model
-            (``bytes / (bw * fill)``, which charged a one-element kernel
-            ``SMs x fill_threads_per_sm x dtype / bw``: 8 us on an L4).
+        kernels: the kernel model's fitted constants (``KernelParams``; not saved in
+            ``calibration.json``: they live in ``kernels/kernel_params.json``).
         dispatch_us: host-side framework cost per kernel on a reference core, microseconds
             (PyTorch eager dispatch); the main thread must issue every kernel.
         cudnn_dispatch_us: the same for a convolution or normalisation kernel (cuDNN calls:
@@ -129,8 +97,7 @@ class EmulatorParams:
             half-precision tensor cores with NCHW tensors: cuDNN transposes the input to NHWC
             and the output back (a read and a write of each; 2, not fitted).
         ctx_switch_us: GPU time lost per context switch when worker processes time-slice one
-            GPU without MPS, microseconds on an architecture with ``arch_eff`` 1 (divided by
-            the device's ``arch_eff``): a job with ``workers`` > 1 pays one switch per kernel
+            GPU without MPS, microseconds: a job with ``workers`` > 1 pays one switch per kernel
             after which its queue drains (``hostwork.time_sliced_gpu_s``). Fitted on the fit
             families' identical-pair colocations in Gavel (two copies of a ResNet-18 or
             ResNet-50 job on one GPU; ``calibrate.fit_ctx_switch``); 0 switches it off.
@@ -167,16 +134,7 @@ class EmulatorParams:
             ``legacy`` era's (seed 001's and Gavel's machines).
     """
 
-    class_eff: dict[str, float] = field(default_factory=_default_class_eff)
-    arch_eff: dict[str, float] = field(default_factory=_default_arch_eff)
-    arch_class_eff: dict[str, float] = field(default_factory=dict)
-    arch_winograd: dict[str, float] = field(default_factory=dict)
-    bw_eff: float = 0.75
-    tensor_eff: float = 0.35
-    winograd_speedup: float = 1.8
-    fill_threads_per_sm: float = 2048.0
-    launch_us: float = 3.0
-    mem_latency_us: float = 0.0
+    kernels: KernelParams = field(default_factory=default_kernel_params, compare=False)
     dispatch_us: float = 12.0
     cudnn_dispatch_us: float = 12.0
     view_dispatch_us: float = 12.0
@@ -231,11 +189,18 @@ class EmulatorParams:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The host-side parameters (the kernel model's are saved on their own)."""
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
+                if f.name != "kernels"}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> EmulatorParams:
-        names = {f.name for f in fields(cls)}
+        names = {f.name for f in fields(cls)} - {"kernels"}
+        old = sorted(set(d) & GPU_SIDE_V2)
+        if old:
+            raise InputError(f"emulator parameter(s) {', '.join(old)} belong to emulator 2.x; "
+                             f"since 3.0 kernel speeds are the kernel model's "
+                             f"(gpuscope/emulator/kernels/kernel_params.json)")
         unknown = sorted(set(d) - names - {"_comment", "fitted_on", "provenance"})
         if unknown:
             raise InputError(f"unknown emulator parameter(s): {', '.join(unknown)}")
@@ -247,18 +212,10 @@ class EmulatorParams:
             cur = getattr(base, k)
             if k == "host_eras":
                 kw[k] = {str(era): _era_overrides(str(era), o, names) for era, o in dict(v).items()}
-            elif k == "arch_class_eff":
-                kw[k] = _arch_class_table(v)
-            elif k == "arch_winograd":
-                kw[k] = _arch_winograd_table(v)
             elif isinstance(cur, dict):
                 kw[k] = {**cur, **{str(a): float(b) for a, b in v.items()}}
             else:
                 kw[k] = float(v)
-        lat = kw.get("mem_latency_us", 0.0)
-        if not 0.0 <= lat <= MAX_MEM_LATENCY_US:
-            raise InputError(f"mem_latency_us = {lat} is not a DRAM latency in "
-                             f"[0, {MAX_MEM_LATENCY_US:g}] microseconds (0: the fill model)")
         return cls(**kw)
 
     def save(self, path: str | Path, **extra: Any) -> Path:
@@ -271,46 +228,6 @@ class EmulatorParams:
         from gpuscope.core.io import read_json
 
         return cls.from_dict(read_json(path, "emulator parameters", kind=dict))
-
-
-def _arch_class_table(v: Any) -> dict[str, float]:
-    """``arch_class_eff`` checked: keys ``"<arch>:<op class>"``, values in (0, 1]."""
-    from gpuscope.graphs.opgraph import OP_CLASSES
-
-    if not isinstance(v, dict):
-        raise InputError("arch_class_eff: expected a table of \"<arch>:<op class>\" = fraction")
-    out: dict[str, float] = {}
-    for key, val in v.items():
-        arch, _, cls = str(key).partition(":")
-        if not arch or cls not in OP_CLASSES:
-            raise InputError(f"arch_class_eff: key {key!r} is not \"<arch>:<op class>\" "
-                             f"(op classes: {', '.join(OP_CLASSES)})")
-        f = float(val)
-        if not 0.0 < f <= 1.0:
-            raise InputError(f"arch_class_eff: {key} = {f} is not a fraction of peak in (0, 1]")
-        out[str(key)] = f
-    return out
-
-
-#: Largest Winograd speed-up: F(2x2, 3x3) does 16 multiplies where the direct 3x3 does 36.
-MAX_WINOGRAD: float = 2.25
-
-
-def _arch_winograd_table(v: Any) -> dict[str, float]:
-    """``arch_winograd`` checked: known architectures, speed-ups in [1, ``MAX_WINOGRAD``]."""
-    if not isinstance(v, dict):
-        raise InputError("arch_winograd: expected a table of \"<arch>\" = 3x3 speed-up")
-    out: dict[str, float] = {}
-    for key, val in v.items():
-        if str(key) not in _default_arch_eff():
-            raise InputError(f"arch_winograd: unknown architecture {key!r} "
-                             f"(known: {', '.join(_default_arch_eff())})")
-        f = float(val)
-        if not 1.0 <= f <= MAX_WINOGRAD:
-            raise InputError(f"arch_winograd: {key} = {f} is not a 3x3 speed-up in "
-                             f"[1, {MAX_WINOGRAD}]")
-        out[str(key)] = f
-    return out
 
 
 def _era_overrides(era: str, over: Any, names: set[str]) -> dict[str, Any]:

@@ -1,90 +1,28 @@
 """Per-iteration time, utilisations and execution time of a job on a device.
 
-GPU time of one training step (a roofline per kernel, summed over the OpGraph)::
+GPU time of one training step: every kernel of the traced step priced by the kernel model
+(``gpuscope.emulator.kernels``, emulator 3.0: per-class models of cuBLAS GEMMs with tile and
+wave quantisation, cuDNN convolutions, memory-bound and row-reduction kernels, fitted on
+measured kernels; the device enters through its spec sheet only), plus the batch's copy::
 
-    t_gpu = sum_i max(flops_i / (peak_i * eff_class(i) * eff_arch * fill_i),
-                      bytes_i / (bw * eff_bw * eff_arch * fill_i)) + launch
-          + batch bytes / (PCIe * eff_h2d)
+    t_gpu = sum_i t_kernel(i) + batch bytes / (PCIe * eff_h2d)
 
-**Parallelism from work**: ``fill_i = w_i / (w_i + SMs * fill_threads_per_sm)``
-where ``w_i`` is the number of elements the kernel touches, inputs and outputs
-(``bytes_accessed / dtype_bytes``), not its output size: a reduction or a loss with a scalar
-output reads its whole input with one thread per element (a tree reduction), an optimizer
-update touches parameters, gradients and state; a GEMM's tiles cover its operands. A scalar
-loss therefore costs microseconds, and a reduction's time grows with its input.
+``GraphCost.kernels`` holds each node's kernel shapes (``graphkernels``); which peak a
+kernel's math runs at under the job's precision (TF32, FP16/BF16 tensor cores, autocast's
+FP32 islands, 3xTF32 attention) is ``kernels.precision``, the one place for those rules.
+Three graph-level terms stay here: a **recurrent layer** (one ``gpuscope.<cell>_recurrence``
+node per layer and direction) is ``T`` sequential timesteps, each one GEMM of its batch and
+one fused element-wise kernel (``RNN_KERNELS_PER_STEP`` launches)::
 
-**Memory latency** (``params.mem_latency_us``, cited in the calibration; 0 = the older fill
-model): a non-recurrent kernel's memory side is ``bytes / bw + mem_latency``
-(Little's law: full bandwidth once a DRAM round trip is paid), not ``bytes / (bw * fill)``,
-whose limit for a tiny kernel, ``SMs x fill_threads_per_sm x dtype / bw``, is a latency of
-2-8 us (8.4 us for BatchNorm's ``num_batches_tracked += 1`` on an L4) where GPU DRAM accesses
-take ~0.2 us (200-800 cycles; Dive into Deep Learning §13.4): 0.4 us = a load and the
-dependent store. Recurrent layers keep the per-timestep fill.
+    t_rnn = T * (t_kernel(one step's GEMM and traffic) + launch)
 
-**Recurrent layers** (``gpuscope.graphs.ops.recurrent``: one ``gpuscope.<cell>_recurrence`` node
-per layer and direction, and one ``..._backward`` for backward-data) are sequential kernels,
-as cuDNN runs them: T timesteps, each a GEMM ``(B x H) @ (H x G*H)`` and one fused
-element-wise kernel, each timestep waiting for the previous one. With the node's totals
-``f`` (FLOPs), ``b`` (bytes) over T steps, per timestep ``f/T``, ``b/T`` and the parallelism
-of one step, ``w = B * G * H`` gate elements (B batch, G gates: LSTM 4, GRU 3, RNN 1; H
-hidden)::
-
-    t_rnn = T * (max(f/T / (peak * eff * eff_arch * fill(w)), b/T / (bw * ...  * fill(w)))
-                 + RNN_KERNELS_PER_STEP * launch)
-          = max(f / (... fill(w)), b / (... fill(w))) + T * RNN_KERNELS_PER_STEP * launch
-
-so a small batch fills a small part of the GPU for every step (``fill(w)`` with the per-step
-``w``, not the T-fold total), and ``RNN_KERNELS_PER_STEP * launch`` is the per-timestep
-latency floor. The memory side uses the elements one step moves, ``b / (T * dtype)``, as
-every other kernel's does (the weights are read by many threads at once). A one-step
-recurrence (an ``nn.LSTMCell`` call) has no chain: its GEMM's parallelism is that of any GEMM
-(the elements it touches). The input projection of all timesteps and the weight gradient
-are ordinary, fully parallel GEMMs (``aten.addmm``/``aten.mm`` nodes). Host: the node is one PyTorch op
-(one ``dispatch_us``); cuDNN's own per-timestep launches cost the host about what they cost
-the GPU (``launch``) and overlap with it, so they are not charged twice.
-
-**Fused attention** (``gpuscope.graphs.ops.attention``: one ``gpuscope.sdpa_attention`` node
-forward, one backward, as FlashAttention/the memory-efficient kernel run it) is a GEMM-class
-kernel: its FLOPs are ``torch.utils.flop_counter``'s (backward includes the recomputed
-``Q K^T``), a causal node's scaled by the fraction of score tiles the kernel visits
-(``graphs.ops.aten.causal_fraction``, 128-row tiles), its traffic ``q, k, v``, output, logsumexp
-(and mask), ``O(B H S d)``, not the ``S x S`` probabilities.
-
-``peak_i`` by precision (``JobSpec.precision``; ``fp32`` when the job has none):
-
-* ``fp32``: FP32 peak; convolutions and recurrent layers use the TF32 tensor cores on Ampere
-  and later (cuDNN's default in PyTorch, ``cudnn.allow_tf32``), matmuls do not
-  (``matmul.allow_tf32`` is off by default);
-* ``tf32``: convolutions and matmuls on the TF32 tensor-core peak (Ampere and later);
-* ``amp-fp16``: convolutions and matmuls on the FP16 tensor-core peak (Volta and later), all
-  activation traffic halved; ``amp-bf16``: the same on Ampere and later (no BF16 tensor cores
-  before: FP32 rate); the optimizer update stays FP32, and so do the ops CUDA autocast runs in
-  FP32 (norms, softmax, losses, reductions: ``graphcost.AUTOCAST_FP32_FORWARD``; the halving is
-  for graphs not traced under autocast, a traced one carries its dtypes). Half-precision
-  tensor-core convolutions on NCHW tensors (PyTorch's default memory format) also pay
-  cuDNN's NCHW<->NHWC transposes: ``amp_layout_passes`` more passes over each convolution's traffic, memory-bound.
-
-Fused attention on FP32 tensors (``fp32`` and ``tf32`` jobs) is neither: FlashAttention and
-cuDNN attention take half precision only, so PyTorch runs its memory-efficient kernel, whose
-FP32 GEMMs on sm80+ are CUTLASS's 3xTF32 (``OpMultiplyAddFastF32``: three TF32 tensor-core
-products per FP32 product; ``aten/src/ATen/native/transformers/cuda/mem_eff_attention/
-gemm_kernel_utils.h``, ``DefaultGemmType<ArchTag >= 80, float>``), whatever
-``matmul.allow_tf32`` says: ``tf32 peak / 3 x tensor_eff x arch_eff`` on Ampere and later
-(no new constant); before Ampere the kernel uses CUDA cores (the FP32 matmul rate).
-
-``eff_class * eff_arch`` is replaced, for the compute side only, by a cited
-``arch_class_eff["<arch>:<class>"]`` where one exists (``class_compute_eff``; e.g. Kepler
-matmuls at cuBLAS SGEMM's 0.63 of peak, Kepler convolutions stay fitted on ResNet-50).
-
-3x3 convolutions (``GraphCost.winograd``) run ``winograd_speedup`` times faster (cuDNN's
-Winograd kernels), or ``arch_winograd[arch]`` where the architecture has its own figure
-(Kepler's, fitted on published K40c vs GTX 1080 cuDNN 5 times
-of eight CNNs, docs/emulator.md).
-
-Every ``peak_i`` is the datasheet figure at boost clock times the device's ``clock_factor``
-(sustained over boost SM clock under load where the catalog cites one, e.g. the 70 W T4;
-else 1); the memory bandwidth is not scaled (the memory clock is not
-power-throttled).
+**per-tensor optimizer loops** of a PyTorch 1.x host era launch each foreach kernel once per
+parameter tensor (``hostwork.per_tensor_kernels``: ``launch`` per extra kernel); and
+half-precision tensor-core convolutions on NCHW tensors (PyTorch's default memory format) pay
+cuDNN's NCHW<->NHWC transposes, ``amp_layout_passes`` more memory-bound passes over each
+convolution's traffic. A fused attention node is a GEMM-class kernel (its FLOPs are
+``torch.utils.flop_counter``'s, causal ones scaled by the score tiles visited; traffic
+``O(B H S d)``).
 
 Host, in parallel: the main thread dispatches every op (``dispatch_us`` per op on a reference
 core; ``cudnn_dispatch_us`` per convolution/normalisation kernel, ``view_dispatch_us`` per
@@ -110,7 +48,7 @@ evaluation + checkpoint) + expected input-pipeline stalls.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -120,7 +58,6 @@ from gpuscope.emulator.graphcost import (  # noqa: F401  (re-exported)
     _CLASS_INDEX,
     _CUDNN_CLASSES,
     _NO_KERNEL_CLASSES,
-    _TF32_ARCHS,
     PRECISIONS,
     RNN_KERNELS_PER_STEP,
     EmulatedJob,
@@ -128,7 +65,6 @@ from gpuscope.emulator.graphcost import (  # noqa: F401  (re-exported)
     job_precision,
 )
 from gpuscope.emulator.hostwork import (
-    achievable_bw,
     batch_h2d_bytes,
     cpu_ms_per_sample,
     host_serial_times,
@@ -139,13 +75,17 @@ from gpuscope.emulator.hostwork import (
     time_sliced_gpu_s,
     zero_grad_gpu_s,
 )
+from gpuscope.emulator.kernels.device import KernelDevice
+from gpuscope.emulator.kernels.memory import stream_time
+from gpuscope.emulator.kernels.model import KIND, KernelBatch, price
+from gpuscope.emulator.kernels.precision import amp_traffic, half_on_tensor_cores
 from gpuscope.emulator.memory import (
     OPTIMIZER_COPIES,
     MemoryFootprint,
     footprint_from_sizes,
 )
 from gpuscope.emulator.params import EmulatorParams, default_params
-from gpuscope.graphs.opgraph import OP_CLASSES, OpGraph
+from gpuscope.graphs.opgraph import OpGraph
 
 
 @dataclass(frozen=True)
@@ -187,121 +127,47 @@ class Estimate:
         return self.memory.fit_status
 
 
-def _mm_rate(cost: GraphCost, device: DeviceSpec, params: EmulatorParams, precision: str,
-             rate: np.ndarray) -> np.ndarray:
-    """Compute rate of conv/matmul kernels under ``precision`` (module docstring): ``rate`` (the
-    CUDA-core rates) raised to the tensor-core peak x ``tensor_eff`` x ``arch_eff`` where the
-    precision and the architecture use tensor cores."""
-    is_mm = cost.is_mm if cost.is_mm is not None else cost.is_conv_fp32
-    arch = params.arch_eff.get(device.arch, 1.0)
-    tf32 = device.tf32_tflops * 1e12 * params.tensor_eff * arch
-    fp16 = device.tensor_tflops * 1e12 * params.tensor_eff * arch
-    if precision == "fp32" and device.tf32_tflops > 0:
-        rate = np.where(cost.is_conv_fp32, np.maximum(rate, tf32), rate)
-    elif precision == "tf32" and device.tf32_tflops > 0:
-        rate = np.where(is_mm, np.maximum(rate, tf32), rate)
-    elif precision == "amp-fp16" and device.tensor_tflops > 0:
-        rate = np.where(is_mm, np.maximum(rate, fp16), rate)
-    elif precision == "amp-bf16" and device.arch in _TF32_ARCHS and device.tensor_tflops > 0:
-        rate = np.where(is_mm, np.maximum(rate, fp16), rate)
-    if device.tensor_tflops > 0:  # a graph traced in half precision
-        rate = np.where(cost.is_half, np.maximum(rate, fp16), rate)
-    if cost.attn_fp32 is not None and device.tf32_tflops > 0 and precision in ("fp32", "tf32"):
-        # FP32 attention runs PyTorch's memory-efficient kernel (FlashAttention and cuDNN take
-        # half precision only), which on sm80+ computes FP32 as 3xTF32 on the tensor cores
-        # whatever ``matmul.allow_tf32`` says: a third of the TF32 peak (module docstring)
-        rate = np.where(cost.attn_fp32, tf32 / 3.0, rate)
-    return rate
-
-
-#: CTA tile of a tensor-core GEMM (rows x columns of the output), and the least K a split-K
-#: slice gets (4 k-tiles of 64): ``gemm_wave_fill`` (assumptions: the mid-size tile of
-#: cuBLAS's list in NVIDIA's "Matrix Multiplication Background User's Guide", not fitted).
-GEMM_TILE: int = 128
-GEMM_MIN_K_SLICE: int = 256
-
-
-def gemm_wave_fill(mnk: np.ndarray, sm_count: int) -> np.ndarray:
-    """Fraction of the GPU a tensor-core GEMM keeps busy: tile and wave quantisation (NVIDIA,
-    "Matrix Multiplication Background User's Guide", https://docs.nvidia.com/deeplearning/
-    performance/dl-performance-matrix-multiplication/index.html, "Tile quantization" and
-    "Wave quantization"). The output ``batch x M x N`` is cut into ``GEMM_TILE``-square tiles,
-    one per SM at a time; a GEMM with fewer tiles than SMs splits K (split-K) into as many
-    slices as fill the SMs, each at least ``GEMM_MIN_K_SLICE`` deep. Fill = useful tile work
-    over ``waves x SMs``; ``kernel_times`` takes the CUDA-core kernel instead where it is
-    faster (a tiny GEMM: cuBLAS's heuristics pick the faster kernel). ``mnk`` rows are ``(batch, M, N, K)``; 1 where batch is 0 (not a
-    GEMM)."""
-    b, m, n, k = mnk[:, 0], mnk[:, 1], mnk[:, 2], mnk[:, 3]
-    gemm = b > 0
-    t = float(GEMM_TILE)
-    tiles = np.where(gemm, b * np.ceil(m / t) * np.ceil(n / t), 1.0)
-    split = np.where(tiles < sm_count,
-                     np.clip(np.minimum(sm_count // tiles, np.floor(k / GEMM_MIN_K_SLICE)), 1.0, None),
-                     1.0)
-    slots = tiles * split
-    waves = np.ceil(slots / sm_count)
-    useful = b * m * n / (t * t) * split
-    return np.where(gemm, np.minimum(1.0, useful / (waves * sm_count)), 1.0)
-
-
-def class_compute_eff(params: EmulatorParams, arch: str) -> np.ndarray:
-    """Fraction of the FP32 (CUDA-core) peak each op class (``OP_CLASSES`` order) reaches on
-    ``arch`` when it fills the GPU: ``class_eff * arch_eff``, except the cited
-    ``arch_class_eff`` pairs (e.g. cuBLAS SGEMM on Kepler), which replace it."""
-    a = params.arch_eff.get(arch, 1.0)
-    other = params.class_eff.get("other", 0.3)
-    return np.array([params.arch_class_eff.get(f"{arch}:{c}", params.class_eff.get(c, other) * a)
-                     for c in OP_CLASSES], dtype=np.float64)
-
-
 def kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
                  precision: str = "fp32") -> tuple[np.ndarray, np.ndarray]:
     """(time, memory-busy time) of every kernel of one step, seconds (module docstring)."""
-    ceff = class_compute_eff(params, device.arch)
-    rate = _mm_rate(cost, device, params, precision, device.fp32_tflops * 1e12 * ceff[cost.cls])
-    wino = params.arch_winograd.get(device.arch, params.winograd_speedup)  # 3x3 convolutions
-    rate = np.where(cost.winograd, rate * wino, rate)
-    work = cost.work if cost.work is not None else cost.numel
-    fill = work / (work + device.sm_count * params.fill_threads_per_sm)
-    byts = cost.bytes
-    if precision.startswith("amp") and cost.optimizer is not None and not cost.half_traced:
-        # half-precision activations, but for the optimizer and the ops autocast keeps FP32
-        keep = cost.optimizer if cost.keeps_fp32 is None else cost.optimizer | cost.keeps_fp32
-        byts = np.where(keep, byts, 0.5 * byts)
-    t_flop = cost.flops / (rate * fill * device.clock_factor)  # sustained SM clock
-    if cost.gemm_mnk is not None:  # a tensor-core GEMM's parallelism is its tiles ...
-        cuda_core = device.fp32_tflops * 1e12 * ceff[cost.cls]
-        tensor = (cost.gemm_mnk[:, 0] > 0) & (rate > cuda_core * 1.0001)
-        wave = gemm_wave_fill(cost.gemm_mnk, device.sm_count)
-        t_tc = cost.flops / (rate * wave * device.clock_factor)
-        # ... unless a CUDA-core kernel is faster (cuBLAS's heuristics pick the faster one)
-        t_cc = cost.flops / (cuda_core * fill * device.clock_factor)
-        t_flop = np.where(tensor, np.minimum(t_tc, t_cc), t_flop)
-    if cost.work_mem is not None:  # a recurrence streams one step's bytes at a time
-        fill = cost.work_mem / (cost.work_mem + device.sm_count * params.fill_threads_per_sm)
-    bw_full = achievable_bw(device, params)
-    bw = bw_full * fill
-    t_mem = byts / bw
-    if params.mem_latency_us > 0:  # Little's law: full bandwidth after one DRAM latency
-        flat = byts / bw_full + params.mem_latency_us * 1e-6
-        t_mem = flat if cost.steps is None else np.where(cost.steps > 0, t_mem, flat)
-    launches = 1.0 if cost.steps is None else np.where(cost.steps > 0, cost.steps * RNN_KERNELS_PER_STEP, 1.0)
-    launches = launches * per_tensor_kernels(cost, params)
-    t_op = np.maximum(t_flop, t_mem) + params.launch_us * 1e-6 * launches
-    if params.amp_layout_passes > 0 and _half_tensor_convs(cost, device, precision):
+    kp = params.kernels
+    dev = KernelDevice.from_spec(device)
+    kb = cost.kernels if cost.kernels is not None else flops_batch(cost)
+    keep = cost.optimizer if cost.keeps_fp32 is None or cost.optimizer is None else (
+        cost.optimizer | cost.keeps_fp32)
+    byts = amp_traffic(cost.bytes, precision, cost.half_traced, keep)
+    if byts is not cost.bytes:  # half-precision activations of a graph traced in FP32
+        scale = np.where(cost.bytes > 0, byts / np.maximum(cost.bytes, 1e-30), 1.0)
+        kb = replace(kb, bytes=kb.bytes * scale, work=kb.work * scale)
+    t_op = price(kb, dev, kp, precision)
+    t_mem = stream_time(kb.bytes, kb.work, dev, kp.memory)
+    launch = kp.launch_us * 1e-6
+    if cost.steps is not None:  # a recurrence: T sequential steps of a GEMM + element-wise
+        rec = cost.steps > 0
+        t_op = np.where(rec, cost.steps * (t_op + (RNN_KERNELS_PER_STEP - 1) * launch), t_op)
+        t_mem = np.where(rec, cost.steps * t_mem, t_mem)
+    t_op = t_op + (per_tensor_kernels(cost, params) - 1.0) * launch
+    if params.amp_layout_passes > 0 and half_on_tensor_cores(dev, precision, cost.half_traced):
         # NCHW activations: cuDNN's half-precision tensor-core kernels work in NHWC, so each
         # convolution (forward and backward) is wrapped in layout transposes of its tensors
-        t_lay = np.where(cost.cls == _CLASS_INDEX["conv"], params.amp_layout_passes * byts / bw, 0.0)
+        conv = cost.cls == _CLASS_INDEX["conv"]
+        t_lay = np.where(conv, params.amp_layout_passes * stream_time(kb.bytes, kb.work, dev, kp.memory), 0.0)
         t_op, t_mem = t_op + t_lay, t_mem + t_lay
     return t_op, t_mem
 
 
-def _half_tensor_convs(cost: GraphCost, device: DeviceSpec, precision: str) -> bool:
-    """Whether convolutions run on half-precision tensor cores (see ``_mm_rate``)."""
-    if device.tensor_tflops <= 0:
-        return False
-    return (precision == "amp-fp16" or cost.half_traced
-            or (precision == "amp-bf16" and device.arch in _TF32_ARCHS))
+def flops_batch(cost: GraphCost) -> KernelBatch:
+    """Kernels of a ``GraphCost`` built without shapes (``kernels`` None): convolutions and
+    GEMMs priced by FLOPs and bytes, every other kernel as memory-bound."""
+    kb = KernelBatch.empty(len(cost.flops))
+    mm = (cost.cls == _CLASS_INDEX["conv"]) | (cost.cls == _CLASS_INDEX["matmul"])
+    kb.kind[mm] = KIND["flops"]
+    kb.flops[:], kb.bytes[:], kb.work[:] = cost.flops, cost.bytes, cost.bytes
+    kb.cudnn[:] = cost.cls == _CLASS_INDEX["conv"]
+    kb.gemm[:] = cost.cls == _CLASS_INDEX["matmul"]
+    if cost.is_half is not None:
+        kb.half[:] = cost.is_half
+    return kb
 
 
 def gpu_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,

@@ -1,16 +1,18 @@
-"""Fit the emulator's few free parameters to measured throughputs.
+"""Fit the emulator's graph-level free parameters to measured throughputs.
 
-Two fits, each with few parameters so that they cannot overfit:
+The kernel speeds are the kernel model's, fitted on measured kernels
+(``gpuscope.emulator.calibration.kernel_fit``); fitted here, each with few parameters so that
+they cannot overfit:
 
-* ``fit_arch_eff``: one efficiency factor per architecture generation, least squares on
-  log(emulated / measured) single-GPU throughput (scipy ``least_squares``);
 * ``fit_step_sync``: the per-step host latency on short-step jobs of one device;
-* ``fit_device``: a device's architecture efficiency and start-up time on a measured
-  dataset's execution times (``datasets/measured/<device>/``);
+* ``fit_device``: a device's start-up time on a measured dataset's execution times
+  (``datasets/measured/<device>/``);
 * ``fit_multi_gpu``: the all-reduce ``overlap`` and ``link_eff`` on log(emulated / measured)
   g-GPU speed-ups (g * t_iter(1) / t_iter(g), Gavel's 1/2/4/8-GPU throughputs);
-* ``fit_arch_winograd``: one architecture's 3x3-convolution speed-up on published device
-  ratios (Kepler, ``benchmarks/emulator_kepler_convs.py``).
+* ``fit_tensor_cores``: the tensor-core GEMM efficiency (``gemm_tc.eff``; no kernel
+  measurement has tensor cores) on NVIDIA's published V100 AMP ResNet-50 throughput;
+* ``fit_host_steps`` / ``fit_host_runs``: a host era's dispatch, sync and start-up costs;
+  ``fit_ctx_switch``: the context switch of time-sliced worker processes.
 
 Error metric everywhere: median |log(emulated / measured)| (target: <= 0.15).
 Also: readers for Gavel's throughputs and the GPUScheduler authors' AlexNet table (the
@@ -19,19 +21,19 @@ project's tables in ``datasets/measured/``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares, minimize_scalar
+from scipy.optimize import least_squares
 
 from gpuscope.cluster.devices import DeviceSpec
 from gpuscope.core.data import gavel_entries, gavel_throughputs, measured_table, parse_job_type
 from gpuscope.core.errors import InputError
 from gpuscope.emulator.multigpu import speedup
-from gpuscope.emulator.params import MAX_WINOGRAD, EmulatorParams
+from gpuscope.emulator.params import EmulatorParams
 from gpuscope.emulator.perf import EmulatedJob, GraphCost, estimate, gpu_times
 from gpuscope.jobs.spec import JobSpec
 
@@ -67,19 +69,6 @@ def median_abs(err: np.ndarray) -> float:
     return float(np.median(np.abs(err))) if err.size else float("nan")
 
 
-def fit_arch_eff(points: list[Point], params: EmulatorParams) -> EmulatorParams:
-    """Per-architecture efficiency factors minimising squared log throughput error."""
-    archs = sorted({p.device.arch for p in points})
-
-    def with_x(x: np.ndarray) -> EmulatorParams:
-        return params.with_(arch_eff={**params.arch_eff, **dict(zip(archs, np.exp(x)))})
-
-    x0 = np.log([params.arch_eff.get(a, 1.0) for a in archs])
-    res = least_squares(lambda x: log_errors(points, with_x(x)), x0, bounds=(-3.0, 3.0),
-                        loss="soft_l1", f_scale=0.1)  # robust: Gavel has outliers
-    return with_x(res.x)
-
-
 def fit_step_sync(points: list[Point], params: EmulatorParams,
                   name: str = "step_sync_ms") -> EmulatorParams:
     """The per-step serial host latency ``name`` (``step_sync_ms``, or the DataLoader workers'
@@ -113,21 +102,20 @@ def exec_time_errors(rows: list[tuple[JobSpec, GraphCost, DeviceSpec, float]],
 
 def fit_device(rows: list[tuple[JobSpec, GraphCost, DeviceSpec, float]],
                params: EmulatorParams) -> EmulatorParams:
-    """Per-device calibration on a measured dataset: the device architecture's efficiency and
-    the start-up time (its host era's when the era sets one), least squares on log
-    execution time."""
-    arch, era = rows[0][2].arch, rows[0][2].host_era
+    """Per-device calibration on a measured dataset: the start-up time (its host era's when
+    the era sets one), least squares on log execution time (the device's kernel speeds are
+    the kernel model's; a GPU's own figures come from a kernel sweep,
+    ``calibration.kernel_fit.fit_device``)."""
+    era = rows[0][2].host_era
     in_era = "startup_s" in params.host_eras.get(era, {})  # the era's start-up, if it has one
 
     def with_x(x: np.ndarray) -> EmulatorParams:
-        q = params.with_(arch_eff={**params.arch_eff, arch: float(np.exp(x[0]))})
-        st = float(np.exp(x[1]))
-        return _with_era(q, era, {"startup_s": st}) if in_era else q.with_(startup_s=st)
+        st = float(np.exp(x[0]))
+        return _with_era(params, era, {"startup_s": st}) if in_era else params.with_(startup_s=st)
 
-    x0 = [np.log(params.arch_eff.get(arch, 1.0)), np.log(params.for_era(era).startup_s)]
+    x0 = [np.log(params.for_era(era).startup_s)]
     res = least_squares(lambda x: exec_time_errors(rows, with_x(x)), x0,
-                        bounds=([-3.0, np.log(0.5)], [3.0, np.log(300.0)]), loss="soft_l1",
-                        f_scale=0.1)
+                        bounds=([np.log(0.5)], [np.log(300.0)]), loss="soft_l1", f_scale=0.1)
     return with_x(res.x)
 
 
@@ -180,56 +168,49 @@ def _published_thr(cost: GraphCost, dev: DeviceSpec, prec: str, prm: EmulatorPar
     return cost.batch_size / (tf if fwd else t)
 
 
-def _with_arch(prm: EmulatorParams, name: str, x: float) -> EmulatorParams:
-    return prm.with_(arch_eff={**prm.arch_eff, name: float(x)})
+def with_tensor_eff(params: EmulatorParams, eff: float) -> EmulatorParams:
+    """``params`` with the kernel model's tensor-core GEMM efficiency ``eff``."""
+    k = params.kernels
+    return params.with_(kernels=k.with_(gemm_tc={**k.gemm_tc, "eff": float(eff)}))
 
 
-def fit_published(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
-    """tensor_eff (V100 AMP), then the ampere, hopper and turing efficiencies (ada = ampere,
-    assumed) on ``PUBLISHED_R50``, from a ResNet-50 graph ``cost`` (GPU-bound throughput
-    ``batch / t_gpu``; forward only for the inference figures)."""
-    from dataclasses import replace
-
+def fit_tensor_cores(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
+    """The tensor-core GEMM efficiency (``kernels.gemm_tc.eff``) that matches NVIDIA's V100
+    AMP ResNet-50 training throughput (``PUBLISHED_R50["v100_amp"]``) from a ResNet-50 graph
+    ``cost``; every other published figure stays held out (``published_errors``)."""
     from scipy.optimize import brentq
 
     from gpuscope.cluster.devices import get_device
 
+    v100 = get_device("v100")
+    te = brentq(lambda x: np.log(_published_thr(cost, v100, "amp-fp16", with_tensor_eff(params, x))
+                                 / PUBLISHED_R50["v100_amp"]), 0.05, 1.0)
+    return with_tensor_eff(params, te)
+
+
+def published_errors(cost: GraphCost, params: EmulatorParams) -> dict[str, float]:
+    """log(emulated / published) of each figure of ``PUBLISHED_R50`` (ResNet-50 graph
+    ``cost``; the H100 figure as H100/A100 AMP, the T4 ones as T4/V100 forward ratios)."""
+    from gpuscope.cluster.devices import get_device
+
     pub = PUBLISHED_R50
-    v100, h100 = get_device("v100"), get_device("h100")
+    v100, h100, t4 = get_device("v100"), get_device("h100"), get_device("t4")
     a100 = replace(get_device("a100"), mem_gb=80.0, mem_bw_gbs=2039.0)  # DGX A100 80GB
 
-    def thr(dev: DeviceSpec, prec: str, prm: EmulatorParams) -> float:
-        return _published_thr(cost, dev, prec, prm)
+    def thr(dev: DeviceSpec, prec: str, fwd: bool = False) -> float:
+        return _published_thr(cost, dev, prec, params, fwd)
 
-    te = brentq(lambda x: np.log(thr(v100, "amp-fp16", params.with_(tensor_eff=x)) / pub["v100_amp"]),
-                0.02, 3.0)
-    p = params.with_(tensor_eff=float(te))
-    amp = brentq(lambda x: np.log(thr(a100, "tf32", _with_arch(p, "ampere", x)) / pub["a100_tf32"])
-                 + np.log(thr(a100, "amp-fp16", _with_arch(p, "ampere", x)) / pub["a100_amp"]), 0.05, 5.0)
-    p = _with_arch(_with_arch(p, "ampere", amp), "ada", amp)
-    target_h = pub["h100_over_a100"] * thr(a100, "amp-fp16", p)
-    hop = brentq(lambda x: np.log(thr(h100, "amp-fp16", _with_arch(p, "hopper", x)) / target_h), 0.05, 5.0)
-    return fit_turing(cost, _with_arch(p, "hopper", hop))
-
-
-def fit_turing(cost: GraphCost, params: EmulatorParams) -> EmulatorParams:
-    """The turing efficiency alone, on the T4/V100 forward-throughput ratios of
-    ``PUBLISHED_R50`` (FP32 and AMP), everything else as in ``params`` (the last step of
-    ``fit_published``; run alone when only the T4's or the V100's model changed)."""
-    from scipy.optimize import brentq
-
-    from gpuscope.cluster.devices import get_device
-
-    pub = PUBLISHED_R50
-    v100, t4 = get_device("v100"), get_device("t4")
-
-    def turing(x: float) -> float:
-        q = _with_arch(params, "turing", x)
-        return float(sum(np.log(_published_thr(cost, t4, pr, q, True) / _published_thr(cost, v100, pr, q, True)
-                                / (pub[f"t4_fwd_{k}"] / pub[f"v100_fwd_{k}"]))
-                         for pr, k in (("fp32", "fp32"), ("amp-fp16", "amp"))))
-
-    return _with_arch(params, "turing", brentq(turing, 0.05, 5.0))
+    return {
+        "v100_amp": float(np.log(thr(v100, "amp-fp16") / pub["v100_amp"])),
+        "a100_tf32": float(np.log(thr(a100, "tf32") / pub["a100_tf32"])),
+        "a100_amp": float(np.log(thr(a100, "amp-fp16") / pub["a100_amp"])),
+        "h100_over_a100": float(np.log(thr(h100, "amp-fp16") / thr(a100, "amp-fp16")
+                                       / pub["h100_over_a100"])),
+        "t4_over_v100_fp32": float(np.log(thr(t4, "fp32", True) / thr(v100, "fp32", True)
+                                          / (pub["t4_fwd_fp32"] / pub["v100_fwd_fp32"]))),
+        "t4_over_v100_amp": float(np.log(thr(t4, "amp-fp16", True) / thr(v100, "amp-fp16", True)
+                                         / (pub["t4_fwd_amp"] / pub["v100_fwd_amp"]))),
+    }
 
 
 #: Host-side parameters fitted per host era (``EmulatorParams.host_eras``).
@@ -319,21 +300,3 @@ def fit_ctx_switch(points: list[Point], params: EmulatorParams) -> EmulatorParam
     res = least_squares(lambda x: colocation_errors(points, with_x(x)), [x0],
                         bounds=(np.log(0.01), np.log(500.0)), loss="soft_l1", f_scale=0.1)
     return with_x(res.x)
-
-
-def fit_arch_winograd(arch: str, errors: Callable[[EmulatorParams], np.ndarray],
-                      params: EmulatorParams,
-                      refit: Callable[[EmulatorParams], EmulatorParams] | None = None,
-                      ) -> EmulatorParams:
-    """``arch_winograd[arch]`` (3x3 speed-up on ``arch``, in [1, ``MAX_WINOGRAD``]) minimising
-    the mean squared ``errors(params)`` (log(emulated / published) ratios), each candidate
-    first passed through ``refit`` (the
-    architecture's efficiency refitted on the fit set at that speed-up, so the published
-    ratios fit the 3x3 share and the fit set keeps the level)."""
-    def with_w(w: float) -> EmulatorParams:
-        p = params.with_(arch_winograd={**params.arch_winograd, arch: float(w)})
-        return refit(p) if refit is not None else p
-
-    res = minimize_scalar(lambda w: float(np.mean(errors(with_w(w)) ** 2)),
-                          bounds=(1.0, MAX_WINOGRAD), method="bounded", options={"xatol": 1e-3})
-    return with_w(float(res.x))

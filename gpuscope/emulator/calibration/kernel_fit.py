@@ -50,7 +50,7 @@ from gpuscope.emulator.kernels.params import KernelParams
 
 #: Fit order: (parameter table, ops it is fitted on, its keys that are fractions <= 1).
 FIT_STEPS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("memory", (*BINARY, *UNARY), ("dram_eff", "l2_frac")),
+    ("memory", (*BINARY, *UNARY), ("dram_eff", "dram_eff_hbm", "l2_frac")),
     ("softmax", ("softmax",), ()),
     ("layer_norm", ("ln",), ()),
     ("gemm_simt", ("bmm", "linear"), ("eff", "bw_eff", "occ_128", "occ_pow")),

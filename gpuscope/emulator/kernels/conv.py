@@ -13,7 +13,7 @@ efficiency. With ``cudnn.benchmark`` cuDNN takes the fastest algorithm, so a 3 x
 convolution without groups also gets the Winograd time, the implicit GEMM's compute divided
 by ``wino_gain`` (F(2x2, 3x3) does 2.25x fewer multiplies, F(4x4, 3x3) 4x) plus its input and
 output transforms, ``wino_traffic`` extra streams over the activations, and the least is
-taken. A depthwise convolution (``g = C``) has no GEMM to speak of: it streams its tensors
+taken (on the CUDA cores: tensor-core convolutions are implicit GEMMs). A depthwise convolution (``g = C``) has no GEMM to speak of: it streams its tensors
 and computes at ``dw_eff`` of the FP32 peak, whichever is slower.
 """
 
@@ -49,7 +49,8 @@ def conv_time(geom: np.ndarray, direction: str, dev: KernelDevice, rate: np.ndar
               generation: str, dtype_bytes: np.ndarray | float, p: Mapping[str, float],
               pg: Mapping[str, float], pm: Mapping[str, float]) -> np.ndarray:
     """Device seconds of each convolution in ``direction`` (module docstring); ``p``: conv
-    parameters, ``pg``: the GEMM parameters of the math used, ``pm``: memory parameters."""
+    parameters, ``pg``: the GEMM parameters of the math used, ``pm``: memory parameters.
+    On tensor cores (``generation`` ``tensor``) cuDNN runs implicit GEMMs, no Winograd."""
     bmnk = implicit_gemm(geom, direction)
     rate = np.broadcast_to(np.asarray(rate, dtype=np.float64), (len(geom),))
     t = np.empty(len(geom))
@@ -59,7 +60,7 @@ def conv_time(geom: np.ndarray, direction: str, dev: KernelDevice, rate: np.ndar
                             generation) / p["conv_eff"]
     n, c, h, w, k, rr, ss, u, g, ho, wo = (geom[:, i].astype(np.float64) for i in range(len(GEOM)))
     act = dtype_bytes * (n * c * h * w + n * k * ho * wo)
-    wino = (rr == 3) & (ss == 3) & (u == 1) & (g == 1)
+    wino = (rr == 3) & (ss == 3) & (u == 1) & (g == 1) & (generation != "tensor")
     if wino.any():
         t_w = t / p["wino_gain"] + stream_time(p["wino_traffic"] * act, act, dev, pm)
         t = np.where(wino, np.minimum(t, t_w), t)

@@ -45,7 +45,9 @@ class KernelDevice:
     """Spec figures of one device in SI units, at the sustained SM clock.
 
     ``fp32`` / ``tf32`` / ``fp16``: peak FLOP/s of FP32 CUDA cores, TF32 and FP16/BF16
-    tensor cores (0: none); ``bw``: DRAM bytes/s; ``l2``: L2 bytes; ``clock``: SM clock, Hz.
+    tensor cores (0: none); ``bw``: DRAM bytes/s; ``l2``: L2 bytes; ``clock``: SM clock, Hz;
+    ``hbm``: stacked (HBM) rather than GDDR memory (the datasheet's ``mem_type``), whose
+    streaming efficiency the memory model fits apart.
     """
 
     name: str
@@ -57,6 +59,7 @@ class KernelDevice:
     bw: float
     l2: float
     clock: float
+    hbm: bool = False
 
     @classmethod
     def from_spec(cls, spec: DeviceSpec) -> KernelDevice:
@@ -70,7 +73,7 @@ class KernelDevice:
         return cls(name=spec.name, arch=spec.arch, sms=int(spec.sm_count),
                    fp32=spec.fp32_tflops * 1e12 * cf, tf32=spec.tf32_tflops * 1e12 * cf,
                    fp16=spec.tensor_tflops * 1e12 * cf, bw=spec.mem_bw_gbs * 1e9, l2=l2,
-                   clock=clock)
+                   clock=clock, hbm=spec.mem_type.upper().startswith("HBM"))
 
     @property
     def sm_rate(self) -> float:

@@ -7,7 +7,8 @@ them at the bandwidth of the memory level that holds them::
     r(W) = 1 / (1 + (W / (l2_frac * L2))^l2_sharp)            (share served by the L2)
     BW_L2 = l2_bytes_per_clk * SMs * f_clock
 
-``bw`` is the datasheet DRAM bandwidth, ``dram_eff`` the fraction a streaming kernel reaches,
+``bw`` is the datasheet DRAM bandwidth, ``dram_eff`` the fraction a streaming kernel reaches
+(``dram_eff_hbm`` on stacked memory: HBM and GDDR controllers reach different fractions),
 ``r`` the share of the working set the L2 still holds when the kernel runs (tensors a previous
 kernel just wrote, or a kernel re-run on the same tensors), falling off as ``W`` outgrows the
 usable part of the L2. Fixed costs (the launch and one DRAM round trip) are added by the caller
@@ -34,4 +35,9 @@ def stream_time(byts: np.ndarray, work: np.ndarray, dev: KernelDevice,
     """Seconds to move ``byts`` with working set ``work`` (module docstring)."""
     r = l2_share(work, dev, p)
     bw_l2 = p["l2_bytes_per_clk"] * dev.sms * dev.clock
-    return byts * (r / bw_l2 + (1.0 - r) / (dev.bw * p["dram_eff"]))
+    return byts * (r / bw_l2 + (1.0 - r) / (dev.bw * dram_eff(dev, p)))
+
+
+def dram_eff(dev: KernelDevice, p: Mapping[str, float]) -> float:
+    """The streaming fraction of ``dev``'s datasheet bandwidth (HBM or GDDR)."""
+    return p["dram_eff_hbm"] if dev.hbm else p["dram_eff"]

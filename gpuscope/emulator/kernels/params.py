@@ -7,7 +7,9 @@ single timed launches (``gpuscope emulate kernels``), the host-side floor such a
 includes per op (``floors_us``: PyTorch's dispatch and the launch, as CUDA events around one
 call see them). ``tile_generation`` overrides which cuBLAS kernel generation's tiles an
 architecture uses (``gemm.SIMT_GENERATION``; the leave-one-GPU-out check uses it for a
-generation no fitted GPU has). Stored as JSON, loaded without running code.
+generation no fitted GPU has). ``simt_arch_scale`` scales the SIMT GEMM and convolution
+efficiency of an architecture no kernel measurement covers, from a cited figure (Kepler:
+cuBLAS SGEMM at 0.63 of a K40's boost peak, ``k40_sgemm`` in ``datasets/devices.toml``). Stored as JSON, loaded without running code.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "gemm_simt": ("eff", "ai_half", "occ_128", "occ_pow", "cta_cycles", "bw_eff"),
     "gemm_tc": ("eff", "ai_half", "occ_128", "occ_pow", "cta_cycles", "bw_eff"),
     "conv": ("conv_eff", "wino_gain", "wino_traffic", "dw_eff"),
-    "memory": ("dram_eff", "l2_bytes_per_clk", "l2_frac", "l2_sharp"),
+    "memory": ("dram_eff", "dram_eff_hbm", "l2_bytes_per_clk", "l2_frac", "l2_sharp"),
     "softmax": ("passes_long", "rows_per_sm", "row_cycles", "cols_cycles"),
     "layer_norm": ("passes_long", "rows_per_sm", "row_cycles", "cols_cycles"),
     "batch_norm": ("passes_long", "rows_per_sm", "row_cycles", "cols_cycles"),
@@ -53,6 +55,7 @@ class KernelParams:
     floors_us: dict[str, float] = field(default_factory=dict)
     corrections: dict[str, dict[str, Any]] = field(default_factory=dict)
     tile_generation: dict[str, str] = field(default_factory=dict)
+    simt_arch_scale: dict[str, float] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> KernelParams:
@@ -81,6 +84,8 @@ class KernelParams:
         kw["corrections"] = {str(k): _correction(str(k), v)
                              for k, v in dict(d.get("corrections", {})).items()}
         kw["tile_generation"] = _tile_generation(d.get("tile_generation", {}))
+        kw["simt_arch_scale"] = {str(a): _positive(f"simt_arch_scale.{a}", v)
+                                 for a, v in dict(d.get("simt_arch_scale", {})).items()}
         kw["provenance"] = {str(k): str(v) for k, v in dict(d.get("provenance", {})).items()}
         return cls(**kw)
 
