@@ -15,8 +15,8 @@ Kernel speeds are the kernel model's (emulator 3.0, fitted on measured kernels,
 ``benchmarks/emulator_kernels.py``); fitted here (few parameters, held-out tests): the
 DataLoader workers' per-batch hand-off (``loader_handoff_ms``, beyond the modern era's
 measured per-step sync) on ResNet-18 P100 throughputs; all-reduce overlap and link efficiency
-on ResNet-50 2/4/8-GPU scaling; the tensor-core efficiency on NVIDIA's V100 AMP ResNet-50
-figure; the context switch on the ResNet-18/50 colocations. Held out: ResNet-50 and ResNet-18
+on ResNet-50 2/4/8-GPU scaling; the context switch on the ResNet-18/50 colocations; the
+legacy era's per-op dispatch on pytorch-gpu-benchmark's fp32 ResNet/VGG/DenseNet iterations. Held out: ResNet-50 and ResNet-18
 steps/s on K80/V100 (and ResNet-50 on P100), ratios and scaling, every other family and all
 AlexNet figures. ``--cnn`` adds the torchvision CNN iterations of pytorch-gpu-benchmark
 (``gpuscope.emulator.calibration.gpubench``).
@@ -26,8 +26,7 @@ model, used by the fit and by the tables alike; gpuscope.emulator.calibration.fi
 
     python benchmarks/emulator_fidelity.py [--write] [--figure PNG]
 
-``--write`` stores the fitted parameters in gpuscope/emulator/calibration.json (host side) and
-the tensor-core efficiency in gpuscope/emulator/kernels/kernel_params.json. Provenance of
+``--write`` stores the fitted parameters in gpuscope/emulator/calibration.json. Provenance of
 every emulated figure: emulated; of every reference figure: measured (by Gavel's and the
 GPUScheduler authors, on their hardware).
 """
@@ -54,7 +53,6 @@ from gpuscope.emulator.calibration.fit import (
     fit_device,
     fit_multi_gpu,
     fit_step_sync,
-    fit_tensor_cores,
     load_alexnet,
     load_gavel,
     log_errors,
@@ -78,9 +76,9 @@ PROVENANCE = ("fitted (benchmarks/emulator_fidelity.py --write; emulator 3.0: ke
               "ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 "
               "(PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, "
               "ctx_switch_us on the Gavel identical-pair colocations of ResNet-18 and ResNet-50 "
-              "(two processes on one GPU, K80/P100/V100); the kernel model's gemm_tc.eff on "
-              "V100 AMP ResNet-50 1200 img/s (NVIDIA DeepLearningExamples ResNet50v1.5 PyTorch "
-              "README, 21.03)")
+              "(two processes on one GPU, K80/P100/V100); the legacy era's dispatch_us and "
+              "cudnn_dispatch_us on pytorch-gpu-benchmark's fp32 ResNet/VGG/DenseNet iterations "
+              "(4 GPUs, gpuscope.emulator.calibration.measured)")
 
 
 def ratio_errors(points: list[Point], params: EmulatorParams) -> pd.DataFrame:
@@ -302,7 +300,6 @@ def main() -> None:
     fitted = fit_step_sync(r18_fit, fitted, "loader_handoff_ms")
     fitted = fit_multi_gpu(m50, fitted)
     r50_64 = next(p.cost for p in r50 if p.label == "ResNet-50-b64")
-    fitted = fit_tensor_cores(r50_64, fitted)  # no kernel measurement has tensor cores
     # time-sliced contexts: on the fit families' identical-pair colocations (fidelity.py)
     raw = gavel_throughputs()
     pairs = colocation_points(raw, fam_points[0])
@@ -310,8 +307,8 @@ def main() -> None:
     pairs_held = [p for p in pairs if p not in pairs_fit]
     fitted = fit_ctx_switch(pairs_fit, fitted)
     print("provenance: emulated vs measured (Gavel; GPUScheduler AlexNet)")
-    print(f"fitted tensor-core efficiency {fitted.kernels.gemm_tc['eff']:.3f};",
-          "published ResNet-50 figures, log(emulated/published) (v100_amp fitted, the rest held out):",
+    print(f"tensor-core efficiency {fitted.kernels.gemm_tc['eff']:.3f} (kept);",
+          "published ResNet-50 figures, log(emulated/published), held out:",
           {k: round(v, 3) for k, v in published_errors(r50_64, fitted).items()},
           f"step_sync_ms={fitted.step_sync_ms:.2f} loader_handoff_ms={fitted.loader_handoff_ms:.2f} overlap={fitted.overlap:.3f} link_eff={fitted.link_eff:.3f}"
           f" ctx_switch_us={fitted.ctx_switch_us:.2f}")
@@ -348,12 +345,7 @@ def main() -> None:
         old = json.loads(CALIBRATION_FILE.read_text()).get("provenance", "")
         eras = old[old.find("; host_eras."):] if "; host_eras." in old else ""
         fitted.save(CALIBRATION_FILE, provenance=PROVENANCE + eras)
-        from gpuscope.emulator.kernels.params import KERNEL_PARAMS_FILE
-
-        k = fitted.kernels
-        k.with_(provenance={**k.provenance, "gemm_tc": PROVENANCE.split("; the kernel model's ")[-1]
-                            .join(("fitted on ", ""))}).save(KERNEL_PARAMS_FILE)
-        print(f"\nwrote {CALIBRATION_FILE} and {KERNEL_PARAMS_FILE}")
+        print(f"\nwrote {CALIBRATION_FILE}")
 
 
 if __name__ == "__main__":

@@ -9,10 +9,14 @@ host floors) and predicts every row of the held-out GPU from its spec sheet; med
 table holds the held-out machine's host floors (its ``pre``/``post`` per op, fitted on its own
 rows, the GPU model untouched): the part of the error that is the host's dispatch, not the GPU.
 
-Last line: ``kernels: leave-one-GPU-out median |log| = X (worst class C Y)``. ``--write``
-refits on all five GPUs and writes ``gpuscope/emulator/kernels/kernel_params.json``.
+Graph level (``--graph``): the torchvision CNN iterations of pytorch-gpu-benchmark (fp32 and
+fp16, per GPU; ``benchmarks/emulator_fidelity.py`` prints their table) and the measured H100
+steps (``benchmarks/emulator_vs_gpu.py``), median |log(emulated / measured)| over all rows.
+Last line: ``kernels: leave-one-GPU-out median |log| = X (worst class C Y)[; CNN iterations Z;
+H100 steps W]``. ``--write`` refits on all five GPUs and writes
+``gpuscope/emulator/kernels/kernel_params.json`` (before ``--graph`` is computed).
 
-    python benchmarks/emulator_kernels.py [--sample N] [--write] [--data DIR]
+    python benchmarks/emulator_kernels.py [--sample N] [--write] [--graph] [--data DIR]
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ def main() -> None:
     ap.add_argument("--data", default=str(neusight_dir()), help="NeuSight kernel tables folder")
     ap.add_argument("--sample", type=int, default=1500, help="fit rows per (op, GPU) (0: all)")
     ap.add_argument("--write", action="store_true", help="refit on all GPUs, write the parameters")
+    ap.add_argument("--graph", action="store_true", help="also the graph-level figures")
     a = ap.parse_args()
     t0 = time.perf_counter()
     df = read_kernel_table(a.data)
@@ -97,9 +102,33 @@ def main() -> None:
                               f"{a.sample or 'all'} rows per (op, GPU) in the fit"),
                 "command": "python benchmarks/emulator_kernels.py --write",
                 "leave_one_gpu_out": line}
-        replace(fit.params, provenance=prov).save(KERNEL_PARAMS_FILE)
+        old = default_kernel_params()  # the graph-level fits and cited figures are kept
+        replace(fit.params, provenance={**old.provenance, **prov}, gemm_tc=old.gemm_tc,
+                attention=old.attention, batch_norm=old.batch_norm, reduce=old.reduce,
+                simt_arch_scale=old.simt_arch_scale).save(KERNEL_PARAMS_FILE)
         print(f"wrote {KERNEL_PARAMS_FILE}", file=sys.stderr)
+    if a.graph:
+        line += graph_figures()
     print(line)
+
+
+def graph_figures() -> str:
+    """``; CNN iterations Z; H100 steps W``: median |log(emulated / measured)| over every
+    pytorch-gpu-benchmark row and every measured H100 step, current parameters."""
+    from gpuscope.emulator.calibration.measured import (
+        gpubench_rows,
+        gpubench_table,
+        h100_step_rows,
+        step_log_errors,
+    )
+    from gpuscope.emulator.params import default_params
+    from gpuscope.graphs import GraphCache
+
+    cache, p = GraphCache(), default_params()
+    df, rows = gpubench_rows(cache)
+    cnn = float(np.median(np.abs(gpubench_table(df, rows, p)["log_err"])))
+    h100 = float(np.median(np.abs(step_log_errors(h100_step_rows(cache)[1], p))))
+    return f"; CNN iterations {cnn:.3f}; H100 steps {h100:.3f}"
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ every catalog device, it prints two shares:
 * ``share_residual`` = the same once the floor and each scalar kernel's input read at full
   achievable bandwidth (``bytes / bw``) are taken off: the part that depends on how the
   kernel's parallelism is modelled (emulator 1's error; before 2.5, the fill model's latency
-  on tiny kernels: ``--params`` with ``mem_latency_us`` 0 shows it).
+  on tiny kernels).
 
 A job whose kernels are mostly scalar (Gavel's A3C acts with batch 1: value head, sampled
 action, loss terms) misses the 2 % literally on launch floors of kernels PyTorch really
@@ -92,7 +92,7 @@ def scalar_table(devices: str = "all", cache_dir: str | None = None,
             t_sc = float(t_op[mask].sum()) * cost.workers
             # what is left once every scalar kernel's launch floor is paid: the part a
             # parallelism model could get wrong (emulator 1's failure)
-            floor = p.launch_us * 1e-6 * float(mask.sum())
+            floor = (p.kernels.launch_us + p.kernels.mem_latency_us) * 1e-6 * float(mask.sum())
             t_above = max(0.0, t_sc - floor * cost.workers)
             t_read = float(cost.bytes[mask].sum()) / achievable_bw(dev, p) * cost.workers
             t_resid = max(0.0, t_above - t_read)

@@ -187,7 +187,9 @@ def measured_latency(pre: float | np.ndarray, post: float | np.ndarray,
                      t: np.ndarray) -> np.ndarray:
     """Seconds a CUDA-event timing of one launch reads (module docstring), with a smooth
     maximum (the 8-norm) so that the fit's Jacobian stays finite at the knee."""
-    return pre + (post**8 + t**8) ** 0.125
+    hi = np.maximum(post, t)
+    lo = np.minimum(post, t)
+    return pre + hi * (1.0 + (lo / np.maximum(hi, 1e-30)) ** 8) ** 0.125
 
 
 def _fit_correction(p: KernelParams, table: str, data: list[_Data],
