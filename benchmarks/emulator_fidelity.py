@@ -76,7 +76,7 @@ PROVENANCE = ("fitted (benchmarks/emulator_fidelity.py --write; emulator 3.0: ke
               "ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 "
               "(PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, "
               "ctx_switch_us on the Gavel identical-pair colocations of ResNet-18 and ResNet-50 "
-              "(two processes on one GPU, K80/P100/V100); the legacy era's dispatch_us and "
+              "(two processes on one GPU, K80/P100/V100); the legacy era's "
               "cudnn_dispatch_us on pytorch-gpu-benchmark's fp32 ResNet/VGG/DenseNet iterations "
               "(4 GPUs, gpuscope.emulator.calibration.measured)")
 
@@ -310,6 +310,7 @@ def main() -> None:
     print(f"tensor-core efficiency {fitted.kernels.gemm_tc['eff']:.3f} (kept);",
           "published ResNet-50 figures, log(emulated/published), held out:",
           {k: round(v, 3) for k, v in published_errors(r50_64, fitted).items()},
+          f"dispatch_us={fitted.dispatch_us:.2f} cudnn_dispatch_us={fitted.cudnn_dispatch_us:.2f}",
           f"step_sync_ms={fitted.step_sync_ms:.2f} loader_handoff_ms={fitted.loader_handoff_ms:.2f} overlap={fitted.overlap:.3f} link_eff={fitted.link_eff:.3f}"
           f" ctx_switch_us={fitted.ctx_switch_us:.2f}")
     for tag, prm in (("prior", prior), ("fitted", fitted)):

@@ -13,7 +13,8 @@ efficiency. With ``cudnn.benchmark`` cuDNN takes the fastest algorithm, so a 3 x
 convolution without groups also gets the Winograd time, the implicit GEMM's compute divided
 by ``wino_gain`` (F(2x2, 3x3) does 2.25x fewer multiplies, F(4x4, 3x3) 4x) plus its input and
 output transforms, ``wino_traffic`` extra streams over the activations, and the least is
-taken (on the CUDA cores: tensor-core convolutions are implicit GEMMs). A depthwise convolution (``g = C``) has no GEMM to speak of: it streams its tensors
+taken (on the CUDA cores of Maxwell and later: tensor-core convolutions are implicit GEMMs,
+Kepler has no Winograd kernels). A depthwise convolution (``g = C``) has no GEMM to speak of: it streams its tensors
 and computes at ``dw_eff`` of the FP32 peak, whichever is slower.
 """
 
@@ -27,6 +28,10 @@ from gpuscope.emulator.kernels.device import KernelDevice
 from gpuscope.emulator.kernels.gemm import gemm_time
 from gpuscope.emulator.kernels.memory import stream_time
 
+#: Architectures cuDNN has no Winograd kernels for (its ``*_scudnn_winograd_*`` kernels are
+#: built for Maxwell and later; emulator 2.4 fitted Kepler's 3x3 speed-up at 1.2 of 1.8 on
+#: jcjohnson/cnn-benchmarks' K40c times).
+NO_WINOGRAD: frozenset[str] = frozenset({"kepler"})
 #: Columns of a convolution geometry array (forward shapes).
 GEOM: tuple[str, ...] = ("n", "c", "h", "w", "k", "r", "s", "stride", "groups", "ho", "wo")
 DIRECTIONS: tuple[str, ...] = ("fwd", "dgrad", "wgrad")
@@ -60,7 +65,8 @@ def conv_time(geom: np.ndarray, direction: str, dev: KernelDevice, rate: np.ndar
                             generation) / p["conv_eff"]
     n, c, h, w, k, rr, ss, u, g, ho, wo = (geom[:, i].astype(np.float64) for i in range(len(GEOM)))
     act = dtype_bytes * (n * c * h * w + n * k * ho * wo)
-    wino = (rr == 3) & (ss == 3) & (u == 1) & (g == 1) & (generation != "tensor")
+    wino = ((rr == 3) & (ss == 3) & (u == 1) & (g == 1) & (generation != "tensor")
+            & (dev.arch not in NO_WINOGRAD))
     if wino.any():
         t_w = t / p["wino_gain"] + stream_time(p["wino_traffic"] * act, act, dev, pm)
         t = np.where(wino, np.minimum(t, t_w), t)
