@@ -72,8 +72,9 @@ def test_emulator_uses_only_the_formats_the_architecture_has(arch: str) -> None:
         assert step("amp-bf16") == pytest.approx(step("amp-fp16"))
     else:  # half-size tensors, FP32 math: amp-fp16 on the device without its tensor cores
         assert step("amp-bf16") == pytest.approx(step("amp-fp16", replace(dev, tensor_tflops=0)))
-    if fp16 and not bf16:  # Volta, Turing: the FP16 tensor cores do not help bf16
-        assert step("amp-bf16") > 1.5 * step("amp-fp16")
+    if fp16 and not bf16:  # Volta, Turing: the FP16 tensor cores do not help bf16 (a GPT-2
+        # step of b8 is mostly GEMMs: FP32 math costs at least a third more)
+        assert step("amp-bf16") > 1.3 * step("amp-fp16")
     # a catalog entry that claims tensor peaks the architecture lacks does not get them
     fake = replace(dev, tensor_tflops=1000.0, tf32_tflops=500.0)
     if not fp16:

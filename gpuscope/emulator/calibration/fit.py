@@ -22,7 +22,6 @@ project's tables in ``datasets/measured/``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 

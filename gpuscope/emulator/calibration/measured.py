@@ -49,9 +49,9 @@ class StepRow:
 
 
 def gpubench_path() -> Path:
-    from gpuscope.core.data import shared_data_dir
+    from gpuscope.core.data import external_dir
 
-    return shared_data_dir() / "pytorch-gpu-benchmark" / "train_iter_times.csv"
+    return external_dir() / "pytorch-gpu-benchmark" / "train_iter_times.csv"
 
 
 def dgx_a100(dev: DeviceSpec) -> DeviceSpec:
