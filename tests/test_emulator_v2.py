@@ -81,6 +81,26 @@ def test_graph_path_prices_a_node_as_the_kernel_model_does() -> None:
         assert float(kernel_times(add, d, P)[0][0]) == pytest.approx(want, rel=1e-12)
 
 
+def test_graph_path_prices_a_convolution_as_the_kernel_model_does() -> None:
+    """A one-node graph of a 3x3 convolution (its geometry read off the producers' shapes)
+    costs what ``kernel_time`` gives NeuSight's ``conv`` row of the same shape."""
+    from gpuscope.emulator.kernels import kernel_time
+
+    b, c, k, hw = 8, 64, 128, 28
+    fl = 2.0 * b * k * hw * hw * c * 9
+    byts = 4.0 * (b * c * hw * hw + b * k * hw * hw + k * c * 9)
+    nodes = [OpNode("x", "Input", "constant", (b, c, hw, hw), b * c * hw * hw, 4, 0.0, 0.0, "data"),
+             OpNode("w", "Parameter", "constant", (k, c, 3, 3), k * c * 9, 4, 0.0, 0.0, "data"),
+             OpNode("conv", "aten.convolution.default", "conv", (b, k, hw, hw), b * k * hw * hw,
+                    4, fl, byts, "forward")]
+    cost = GraphCost.from_graph(OpGraph("conv", nodes, [(0, 2), (1, 2)], {"batch_size": b}), b)
+    for dev in ("p100", "t4", "v100", "h100"):
+        d = get_device(dev)
+        want = kernel_time("conv", d, B=b, Input_Channel=c, Output_Channel=k, Kernel_Szie=3,
+                           Input_Size=hw, Stride=1, Padding=1)
+        assert float(kernel_times(cost, d, P)[0][0]) == pytest.approx(want, rel=1e-12)
+
+
 def _layer_and_batch(device: str, p: float = 0.0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
     torch.manual_seed(0)
     m = nn.ModuleDict({"enc": nn.TransformerEncoderLayer(64, 4, 256, dropout=p, batch_first=True),
