@@ -17,6 +17,7 @@ H100 steps W]``. ``--write`` refits on all five GPUs and writes
 ``gpuscope/emulator/kernels/kernel_params.json`` (before ``--graph`` is computed).
 
     python benchmarks/emulator_kernels.py [--sample N] [--write] [--graph] [--data DIR]
+    python benchmarks/emulator_kernels.py --graph-only   # minutes: the recorded kernel line
 """
 
 from __future__ import annotations
@@ -76,7 +77,13 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=1500, help="fit rows per (op, GPU) (0: all)")
     ap.add_argument("--write", action="store_true", help="refit on all GPUs, write the parameters")
     ap.add_argument("--graph", action="store_true", help="also the graph-level figures")
+    ap.add_argument("--graph-only", action="store_true",
+                    help="the graph-level figures after the kernel line the last --write recorded")
     a = ap.parse_args()
+    if a.graph_only:
+        rec = default_kernel_params().provenance.get("leave_one_gpu_out", "")
+        print(f"{rec} (recorded by the last --write){graph_figures()}")
+        return
     t0 = time.perf_counter()
     df = read_kernel_table(a.data)
     df = df.assign(device=catalog_names(df["device"]))
