@@ -140,16 +140,21 @@ def test_new_gnn_checkpoints_record_their_training_domain() -> None:
 
 
 def test_bundled_gnn_domain_is_derived_from_its_dataset() -> None:
-    """a100-driple.pt records no domain; its dataset (Table 3: batch 8-64, 10 and 20 epochs
-    of 100 steps) is bundled, so the ranges are that of its training rows."""
+    """a100-driple.pt records its domain; a checkpoint that records none (one written before
+    domains were recorded) gets the ranges of its bundled dataset's training rows (Table 3:
+    batch 8-64, 10 and 20 epochs of 100 steps), the same as recorded."""
+    from dataclasses import replace
+
     b = load_checkpoint(bundled("checkpoints", "a100-driple.pt"))
-    assert b.domain is None
-    dom = recorded_domain(b)
+    assert b.domain is not None
+    dom = recorded_domain(replace(b, domain=None))
     assert dom is not None
     got = {f: (lo, hi) for f, lo, hi in zip(dom["features"], dom["min"], dom["max"])}
     assert got["log2_batch_size"] == (3.0, 6.0)
     assert got["log10_epochs"] == pytest.approx((1.0, math.log10(20)))
     assert got["log10_steps_per_epoch"] == (2.0, 2.0)
+    assert dom["features"] == b.domain["features"]
+    assert np.allclose(dom["min"], b.domain["min"]) and np.allclose(dom["max"], b.domain["max"])
 
 
 # -- the physics predictor: execution time composes per-step time x steps --------------------
