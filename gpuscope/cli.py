@@ -147,7 +147,26 @@ def _one_line(msg: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run(build_parser(), argv)
+    _terminate_as_interrupt()
+    try:
+        parser = build_parser()
+    except KeyboardInterrupt:
+        sys.stderr.write("gpuscope: interrupted\n")
+        return 130
+    return run(parser, argv)
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM unwinds like Ctrl-C: temporary files and folders are removed on the way out
+    and the exit code is 130 (SIGKILL leaves them to the next start's sweep)."""
+    import signal
+    import threading
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
 
 
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
@@ -160,6 +179,9 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> i
         if e.code == 2:
             return 2
         raise
+    except KeyboardInterrupt:
+        sys.stderr.write("gpuscope: interrupted\n")
+        return 130
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
@@ -175,8 +197,12 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> i
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as e:  # the safety net: an environment failure is one line, not a traceback
+        from gpuscope.core.io import disk_full
+
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-        sys.stderr.write(f"gpuscope: error: {_one_line(where + str(e.strerror or e))}\n")
+        why = "the disk is full (No space left on device)" if disk_full(e) else \
+            str(e.strerror or e)
+        sys.stderr.write(f"gpuscope: error: {_one_line(where + why)}\n")
         return 2
     except subprocess.TimeoutExpired as e:  # a service (sinfo, sbatch, ...) that hangs
         cmd = e.cmd[0] if isinstance(e.cmd, (list, tuple)) and e.cmd else e.cmd

@@ -7,6 +7,65 @@ from __future__ import annotations
 from badinput_cases import BASE, Case, _pos, _with
 
 
+def file_inputs() -> list[tuple[str, list[str]]]:
+    """Every file or folder a command takes: ``{X}`` stands for it (``{X}.csv``: a file of
+    that format); the missing-file, dir-as-file, malformed, empty and hostile families are
+    made from this list."""
+    d = "{d}"
+    return [
+        ("jobs-check", _pos("jobs check", "{X}.csv")),
+        ("jobs-check-json", _pos("jobs check", "{X}.json")),
+        ("graph-show", _pos("graph show", "{X}.json")),
+        ("graph-export-graph", BASE["graph export"][:2] + ["--graph", "{X}.json", "-o",
+                                                           f"{d}/out/g.json"]),
+        ("graph-export-job", BASE["graph export"][:2] + ["--job", "{X}.json", "-o",
+                                                         f"{d}/out/g.json"]),
+        ("graph-export-vocab", _with("graph export", "--vocab", "{X}.json") + ["--encode"]),
+        ("profile-run-campaign", _pos("profile run", "{X}.toml")),
+        ("profile-label-runs", _pos("profile label", "{X}")),
+        ("profile-plot-trace", _pos("profile plot", "{X}.parquet")),
+        ("build-dataset-runs", _with("profile build-dataset", "--runs", "{X}")),
+        ("emulate-campaign", _pos("emulate", "{X}.toml")),
+        ("emulate-params", _with("emulate", "--params", "{X}.json")),
+        ("emulate-catalog", _with("emulate", "--catalog", "{X}.toml")),
+        ("estimate-jobs", BASE["estimate"][:1] + ["--jobs", "{X}.csv", "--quiet"]),
+        ("estimate-job", BASE["estimate"][:1] + ["--job", "{X}.json", "--quiet"]),
+        ("estimate-params", _with("estimate", "--params", "{X}.json")),
+        ("estimate-graph", ["estimate", "--graph", "{X}.json", "--devices", "v100", "--quiet"]),
+        ("estimate-hf-config", ["estimate", "--hf-config", "{X}.json", "--dataset",
+                                "tokens:seq=8", "--batch-size", "2", "--devices", "v100",
+                                "--quiet"]),
+        ("train-dataset", _with("train", "--dataset", "{X}")),
+        ("train-init-from", _with("train", "--init-from", "{X}.pt") + ["--arch", "gnn"]),
+        ("evaluate-dataset", _with("evaluate", "--dataset", "{X}")),
+        ("evaluate-model", _with("evaluate", "--model", "{X}.pt")),
+        ("ablation-dataset", _with("predictor ablation", "--dataset", "{X}")),
+        ("predict-model", _with("predict", "--model", "{X}.pt")),
+        ("predict-jobs", _with("predict", "--jobs", "{X}.csv")),
+        ("predict-graphs", _with("predict", "--graphs", "{X}.parquet")),
+        ("allocate-jobs", _with("allocate", "--jobs", "{X}.csv")),
+        ("allocate-cluster-file", _with("allocate", "--cluster", "{X}.toml")),
+        ("allocate-model-dir", _with("allocate", "--model-dir", "{X}")),
+        ("allocate-truth", _with("allocate", "--truth", "{X}")),
+        ("tjng-jobs", _with("tjng", "--jobs", "{X}.csv")),
+        ("tjng-truth", _with("tjng", "--truth", "{X}")),
+        ("tjng-model-dir", _with("tjng", "--model-dir", "{X}")),
+        ("schedule-instance", _with("schedule", "--instance", "{X}")),
+        ("schedule-generate-source", _with("schedule generate", "--source", "{X}.csv")),
+        ("mdrl-train-cluster", _with("mdrl train", "--cluster", "{X}.toml")),
+        ("mdrl-train-tjng", _with("mdrl train", "--tjng", "{X}.csv") + ["--durations", "tjng"]),
+        ("mdrl-eval-model-dir", _with("mdrl eval", "--model-dir", "{X}")),
+        ("mdrl-train-jobs-queue", _with("mdrl train", "--jobs", "{X}.csv")),
+        ("specon-k8s-from", _with("specon export-k8s", "--from", "{X}")),
+        ("specon-fit-log", _pos("specon fit", "{X}.csv")),
+        ("slurm-up-cluster", _with("slurm up", "--cluster", "{X}.toml")),
+        ("slurm-submit-plan", _pos("slurm submit", "{X}.csv")),
+        ("slurm-submit-jobs", _with("slurm submit", "--jobs", "{X}.csv")),
+        ("slurm-collect-out", _with("slurm collect", "-o", "{X}")),
+        ("emulator-fit-kernels", _with("emulator fit", "--kernels", "{X}.parquet")),
+    ]
+
+
 def named_cases() -> list[Case]:
     d = "{d}"
     c: list[Case] = []
@@ -134,53 +193,7 @@ def named_cases() -> list[Case]:
 
     # -- missing files / directories given as files ---------------------------------------
     miss = f"{d}/nosuch"
-    inputs = [
-        ("jobs-check", _pos("jobs check", "{X}.csv")),
-        ("graph-show", _pos("graph show", "{X}.json")),
-        ("graph-export-graph", BASE["graph export"][:2] + ["--graph", "{X}.json", "-o",
-                                                           f"{d}/out/g.json"]),
-        ("graph-export-job", BASE["graph export"][:2] + ["--job", "{X}.json", "-o",
-                                                         f"{d}/out/g.json"]),
-        ("graph-export-vocab", _with("graph export", "--vocab", "{X}.json") + ["--encode"]),
-        ("profile-run-campaign", _pos("profile run", "{X}.toml")),
-        ("profile-label-runs", _pos("profile label", "{X}")),
-        ("profile-plot-trace", _pos("profile plot", "{X}.parquet")),
-        ("build-dataset-runs", _with("profile build-dataset", "--runs", "{X}")),
-        ("emulate-campaign", _pos("emulate", "{X}.toml")),
-        ("emulate-params", _with("emulate", "--params", "{X}.json")),
-        ("emulate-catalog", _with("emulate", "--catalog", "{X}.toml")),
-        ("estimate-jobs", BASE["estimate"][:1] + ["--jobs", "{X}.csv", "--quiet"]),
-        ("estimate-job", BASE["estimate"][:1] + ["--job", "{X}.json", "--quiet"]),
-        ("estimate-params", _with("estimate", "--params", "{X}.json")),
-        ("train-dataset", _with("train", "--dataset", "{X}")),
-        ("train-init-from", _with("train", "--init-from", "{X}.pt") + ["--arch", "gnn"]),
-        ("evaluate-dataset", _with("evaluate", "--dataset", "{X}")),
-        ("evaluate-model", _with("evaluate", "--model", "{X}.pt")),
-        ("ablation-dataset", _with("predictor ablation", "--dataset", "{X}")),
-        ("predict-model", _with("predict", "--model", "{X}.pt")),
-        ("predict-jobs", _with("predict", "--jobs", "{X}.csv")),
-        ("predict-graphs", _with("predict", "--graphs", "{X}.parquet")),
-        ("allocate-jobs", _with("allocate", "--jobs", "{X}.csv")),
-        ("allocate-cluster-file", _with("allocate", "--cluster", "{X}.toml")),
-        ("allocate-model-dir", _with("allocate", "--model-dir", "{X}")),
-        ("allocate-truth", _with("allocate", "--truth", "{X}")),
-        ("tjng-jobs", _with("tjng", "--jobs", "{X}.csv")),
-        ("tjng-truth", _with("tjng", "--truth", "{X}")),
-        ("tjng-model-dir", _with("tjng", "--model-dir", "{X}")),
-        ("schedule-instance", _with("schedule", "--instance", "{X}")),
-        ("schedule-generate-source", _with("schedule generate", "--source", "{X}.csv")),
-        ("mdrl-train-cluster", _with("mdrl train", "--cluster", "{X}.toml")),
-        ("mdrl-train-tjng", _with("mdrl train", "--tjng", "{X}.csv") + ["--durations", "tjng"]),
-        ("mdrl-eval-model-dir", _with("mdrl eval", "--model-dir", "{X}")),
-        ("mdrl-train-jobs-queue", _with("mdrl train", "--jobs", "{X}.csv")),
-        ("specon-k8s-from", _with("specon export-k8s", "--from", "{X}")),
-        ("specon-fit-log", _pos("specon fit", "{X}.csv")),
-        ("slurm-up-cluster", _with("slurm up", "--cluster", "{X}.toml")),
-        ("slurm-submit-plan", _pos("slurm submit", "{X}.csv")),
-        ("slurm-submit-jobs", _with("slurm submit", "--jobs", "{X}.csv")),
-        ("slurm-collect-out", _with("slurm collect", "-o", "{X}")),
-        ("emulator-fit-kernels", _with("emulator fit", "--kernels", "{X}.parquet")),
-    ]
+    inputs = file_inputs()
     for cid, argv in inputs:
         add("missing-file", f"{cid}-missing", [a.replace("{X}", miss) for a in argv])
     for cid, argv in inputs:

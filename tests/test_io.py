@@ -1,9 +1,11 @@
-"""gpuscope.core.io and gpuscope.core.limits: one error path for readers and writers,
-atomic writes, outputs never overwrite inputs, bounded numbers and memory."""
+"""gpuscope.core.io and gpuscope.core.limits: one path for every reader and writer (special
+and huge files, nesting, parquet and checkpoint checks, spreadsheet-safe CSV, links and
+output folders), atomic writes, outputs never overwrite inputs, bounded numbers and memory."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 
@@ -37,7 +39,8 @@ from gpuscope.core.limits import (
     (read_csv, "", "is empty"),
     (read_csv, 'a,b\n1,"x\n2,3,4', "not a valid CSV"),
     (read_parquet, "PAR1 no footer", "not a valid parquet"),
-    (read_json, b"\xff\xfe\x00", "not UTF-8"),
+    (read_json, b"\xff\xfe\x00", "binary, not text"),
+    (read_json, b"\xff\xfe", "not UTF-8"),
 ])
 def test_readers_name_file_and_problem(tmp_path: Path, reader, content, match) -> None:
     p = tmp_path / "f.x"
@@ -150,3 +153,161 @@ def test_graph_export_keeps_the_user_graphs_metadata(tmp_path: Path) -> None:
     assert (meta["model"], meta["dataset"], meta["batch_size"]) == ("lenet", "cifar10", 8)
     assert main(["graph", "export", "--graph", str(g), "-o", str(g)]) == 2
     assert g.read_bytes() == before
+
+
+def test_special_and_huge_files_are_refused_unopened(tmp_path: Path, monkeypatch) -> None:
+    """A FIFO (which would block), a device and a file over the size bound are refused before
+    they are read; text with a NUL byte is binary; a byte-order mark is dropped."""
+    from gpuscope.core.io import read_text
+
+    fifo = tmp_path / "q.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="FIFO"):
+        read_csv(fifo)
+    with pytest.raises(InputError, match="character device"):
+        read_json("/dev/zero")
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(2**40)
+    with pytest.raises(InputError, match="over the limit"):
+        read_json(big)
+    monkeypatch.setenv("GPUSCOPE_MAX_INPUT_MB", "1")
+    sparse = tmp_path / "sparse.toml"
+    with open(sparse, "wb") as fh:
+        fh.truncate(2**19)
+    with pytest.raises(InputError, match="binary, not text"):
+        read_toml(sparse)
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes("\ufeffa,b\n".encode())
+    assert read_text(bom) == "a,b\n"
+
+
+def test_nesting_bound(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100 + "]" * 100)
+    with pytest.raises(InputError, match="nested deeper than 64"):
+        read_json(deep)
+    (tmp_path / "deep.toml").write_text("a = " + "[" * 3000 + "]" * 3000)
+    with pytest.raises(InputError, match="nested deeper"):
+        read_toml(tmp_path / "deep.toml")
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps({"a": [[{"b": 1}]]}))
+    assert read_json(ok) == {"a": [[{"b": 1}]]}
+
+
+def test_parquet_extension_types_are_never_deserialised(tmp_path: Path) -> None:
+    """A column of a registered extension type (pandas' periods) is refused from the file's
+    footer, before pyarrow would build the type."""
+    df = pd.DataFrame({"t_s": pd.period_range("2020", periods=3, freq="D")})
+    df.to_parquet(tmp_path / "p.parquet")
+    with pytest.raises(InputError, match="extension type"):
+        read_parquet(tmp_path / "p.parquet")
+    pd.DataFrame({"a": [1.0, float("inf")]}).to_parquet(tmp_path / "inf.parquet")
+    from gpuscope.core.io import Column
+
+    with pytest.raises(InputError, match="column 'a': row 2 is infinite"):
+        read_parquet(tmp_path / "inf.parquet", schema=[Column("a")])
+
+
+def test_checkpoints_bounded_and_checked_key_by_key(tmp_path: Path, monkeypatch) -> None:
+    import io
+    import zipfile
+
+    import torch
+
+    from gpuscope.core.errors import CheckpointError
+    from gpuscope.core.io import check_keys, load_torch
+
+    monkeypatch.setenv("GPUSCOPE_MAX_INPUT_MB", "1")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("x/data.pkl", b"\0" * (4 * 2**20))  # 4 MB inflated, a few kB stored
+    (tmp_path / "bomb.pt").write_bytes(buf.getvalue())
+    with pytest.raises(CheckpointError, match="decompresses to 4.0 MB"):
+        load_torch(tmp_path / "bomb.pt")
+    torch.save({"a": 1, "b": {"c": "x"}}, tmp_path / "ok.pt")
+    obj = load_torch(tmp_path / "ok.pt")
+    assert check_keys(obj, {"a": int, "b": {"c": str}}, "ck") == obj
+    with pytest.raises(CheckpointError, match="key 'b.d' is missing"):
+        check_keys(obj, {"b": {"d": str}}, "ck")
+    with pytest.raises(CheckpointError, match="key 'a' must be text, not int"):
+        check_keys(obj, {"a": str}, "ck")
+    with pytest.raises(CheckpointError, match="must be a number, not bool"):
+        check_keys({"x": True}, {"x": float}, "ck")
+
+
+def test_spreadsheet_cells_round_trip(tmp_path: Path) -> None:
+    from gpuscope.core.io import escape_cell, unescape_cell
+
+    cells = ["=1+2", "+x", "-3", "@a", "\tt", "\rr", "'quoted", "plain", "", "-"]
+    for c in cells:
+        e = escape_cell(c)
+        assert unescape_cell(e) == c
+        assert not e.startswith(("=", "+", "-", "@", "\t", "\r")) or e == ""
+    df = pd.DataFrame({"id": cells, "n": range(len(cells))})
+    write_table(df, tmp_path / "t.csv")
+    back = read_csv(tmp_path / "t.csv", keep_default_na=False, dtype={"id": str})
+    assert back["id"].tolist() == cells and back["n"].tolist() == list(range(len(cells)))
+
+
+def test_outputs_never_write_through_links(tmp_path: Path) -> None:
+    (tmp_path / "target").write_text("keep\n")
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    os.mkfifo(tmp_path / "fifo")
+    for name, match in (("link", "symbolic link"), ("loop", "symbolic link"), ("fifo", "FIFO")):
+        with pytest.raises(InputError, match=match):
+            write_text(tmp_path / name, "x")
+    with pytest.raises(InputError, match="character device"):
+        write_text("/dev/null", "x")
+    assert (tmp_path / "target").read_text() == "keep\n"
+
+
+def test_output_folder_record_replace_and_sweep(tmp_path: Path) -> None:
+    """Written as a whole with a record; replaced whole by the same command; refused when it
+    holds another file or another command's output; a dead run's temporaries are swept (the
+    old folder put back when the new one never arrived)."""
+    from gpuscope.core.io import RECORD_NAME, output_folder, read_record, sweep_stale
+
+    out = tmp_path / "out"
+    with output_folder(out, "cmd a") as tmp:
+        (tmp / "one.csv").write_text("1\n")
+        (tmp / "sub").mkdir()
+        (tmp / "sub" / "two.csv").write_text("2\n")
+    rec = read_record(out)
+    assert rec is not None and rec["command"] == "cmd a"
+    assert rec["files"] == ["one.csv", "sub/two.csv"]
+    with output_folder(out, "cmd a") as tmp:
+        (tmp / "three.csv").write_text("3\n")
+    assert sorted(p.name for p in out.iterdir()) == [RECORD_NAME, "three.csv"]
+    with pytest.raises(InputError, match="output of `gpuscope cmd a`"):
+        with output_folder(out, "cmd b"):
+            pass
+    (out / "notes.txt").write_text("mine\n")
+    with pytest.raises(InputError, match="did not write .notes.txt"):
+        with output_folder(out, "cmd a"):
+            pass
+    with pytest.raises(RuntimeError):
+        with output_folder(tmp_path / "new", "cmd a") as tmp:
+            (tmp / "x").write_text("half")
+            raise RuntimeError("killed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    dead = 2**22 + 12345  # above the kernel's default pid_max: no such process
+    os.rename(out, tmp_path / f".out.old-{dead}")
+    (tmp_path / f".out.building-{dead}").mkdir()
+    sweep_stale(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert (out / "notes.txt").read_text() == "mine\n"
+
+
+def test_bounded_numbers_are_one_parser() -> None:
+    from gpuscope.core.limits import check_number, parse_number
+
+    assert parse_number("1e3", integer=True) == 1000 and parse_number(" 2.5 ") == 2.5
+    for bad, kw in ((True, {}), ("true", {}), (float("nan"), {}), ("1e300", {"high": 1e12}),
+                    (2**40, {"integer": True}), ("1.5", {"integer": True})):
+        with pytest.raises(ValueError):
+            parse_number(bad, **kw)
+    with pytest.raises(InputError, match="q.csv: batch_size must be an integer, got True"):
+        check_number("batch_size", True, integer=True, origin="q.csv")
+    assert nonneg_int.__name__ == "nonneg_int"

@@ -31,8 +31,13 @@ def test_graph_key_ignores_epochs_and_key_does_not() -> None:
         (dict(model="nope"), "unknown model 'nope'"),
         (dict(dataset="svhn"), "unknown dataset 'svhn'"),
         (dict(optimizer="lamb"), "unknown optimizer 'lamb'"),
-        (dict(batch_size=0), "batch_size must be a positive integer"),
-        (dict(epochs=-1), "epochs must be a positive integer"),
+        (dict(batch_size=0), "batch_size must be >= 1"),
+        (dict(epochs=-1), "epochs must be >= 1"),
+        (dict(batch_size=True), "batch_size must be an integer"),
+        (dict(batch_size=10**30), "batch_size must be <= 2147483647"),
+        (dict(arrival_s=1e300), "arrival_s must be <= 1e\\+12"),
+        (dict(job_id="j" * 300), "job_id is 300 characters long"),
+        (dict(model=3), "model must be text"),
         (dict(steps_per_epoch=0), "steps_per_epoch"),
         (dict(model="dcgan"), "defined for mnist"),
         (dict(weight=-1.0), "weight"),
@@ -77,7 +82,7 @@ def test_queue_errors_name_the_job(tmp_path) -> None:
     p = tmp_path / "q.json"
     p.write_text(json.dumps([{"model": "resnet50", "dataset": "imagenet", "optimizer": "sgd",
                               "batch_size": 8, "epochs": 0}]))
-    with pytest.raises(InputError, match="row 1, field 'epochs': epochs must be a positive integer"):
+    with pytest.raises(InputError, match="row 1, field 'epochs': epochs must be >= 1"):
         read_queue(p)
     p.write_text("{not json")
     with pytest.raises(InputError, match="not valid JSON"):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
-from gpuscope.core.io import check_output, write_text
+from gpuscope.core.io import check_output_folder, output_folder, write_text
 from gpuscope.core.limits import check_memory
 from gpuscope.core.progress import phase
 
@@ -157,8 +157,8 @@ def _allocate(args: argparse.Namespace) -> int:
         if getattr(args, name) is not None:
             setattr(args, name, str(external_file(getattr(args, name))))
     cluster = ClusterSpec.from_arg(args.cluster)
-    check_output(args.out, [args.jobs, args.cluster, args.truth, args.model_dir,
-                            args.estimates], kind="dir", what="output folder")
+    inputs = [args.jobs, args.cluster, args.truth, args.model_dir, args.estimates]
+    check_output_folder(args.out, "allocate", inputs)
     _check_truth(args.truth)
     _check_numbers(args)
     trace = is_trace_file(args.jobs)
@@ -217,8 +217,9 @@ def _allocate(args: argparse.Namespace) -> int:
     _restart(args, inp)
     phase(f"placing and simulating {inp.n_jobs:,} jobs: {len(policies)} policies x "
           f"{len(orders)} orders")
-    summary = write_allocation(inp, policies, orders, resources, Path(args.out), seed=args.seed,
-                               weights={"jct": args.mix_weight}, preempt=args.preempt)
+    with output_folder(args.out, "allocate", inputs) as tmp:
+        summary = write_allocation(inp, policies, orders, resources, tmp, seed=args.seed,
+                                   weights={"jct": args.mix_weight}, preempt=args.preempt)
     print(summary)
     for note in inp.notes:
         sys.stderr.write(note + "\n")
@@ -310,8 +311,8 @@ def _tjng(args: argparse.Namespace) -> int:
     cluster = ClusterSpec.from_arg(args.cluster)
     if args.nodes is not None and args.nodes < 1:
         raise InputError(f"--nodes must be >= 1, got {args.nodes}")
-    check_output(args.out, [args.jobs, args.cluster, args.truth, args.model_dir], kind="dir",
-                 what="output folder")
+    inputs = [args.jobs, args.cluster, args.truth, args.model_dir]
+    check_output_folder(args.out, "tjng", inputs)
     _check_truth(args.truth)
     check_devices(cluster)
     models = _models(args)
@@ -335,14 +336,15 @@ def _tjng(args: argparse.Namespace) -> int:
     notes = [models.fallback_note(cluster.devices), domain_warning(pred)]
     phase(f"exporting t_jng for g = 1..{max(cluster.counts)} GPUs per node type")
     one = one_gpu_times(jobs, cluster, pred, truth, pred_source=f"predicted:{args.model_dir}")
-    tj, inst, dropped = export_tjng(jobs, cluster, one, args.out, n_nodes=args.nodes,
-                                    seed=args.seed)
+    with output_folder(args.out, "tjng", inputs) as tmp:
+        tj, inst, dropped = export_tjng(jobs, cluster, one, tmp, n_nodes=args.nodes,
+                                        seed=args.seed)
+        write_text(tmp / "tjng_meta.json", json.dumps({
+            "cluster": str(cluster), "jobs": len(jobs), "rows": len(tj),
+            "dropped_fit_nowhere": dropped, "seed": args.seed,
+            "sources": sorted(set(tj["source"])),
+        }, indent=1) + "\n", check=False)
     out = Path(args.out)
-    write_text(out / "tjng_meta.json", json.dumps({
-        "cluster": str(cluster), "jobs": len(jobs), "rows": len(tj),
-        "dropped_fit_nowhere": dropped, "seed": args.seed,
-        "sources": sorted(set(tj["source"])),
-    }, indent=1) + "\n")
     print(f"t_jng: {len(tj)} rows for {tj['job_id'].nunique()} jobs on {str(cluster)} "
           f"-> {out / 'tjng.csv'}, instance -> {out / 'instance'}"
           + (f"; {len(dropped)} job(s) fit no node type" if dropped else ""))

@@ -32,12 +32,13 @@ def _plt() -> ModuleType:
 
 def _save(fig: Figure, path: str | Path) -> Path:
     """Lay out, write (creating the folder) and close a figure."""
+    from gpuscope.core.io import write_figure
+
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    _plt().close(fig)
-    return path
+    try:
+        return write_figure(fig, path, check=False)
+    finally:
+        _plt().close(fig)
 
 
 def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",

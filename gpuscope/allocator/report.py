@@ -11,7 +11,7 @@ import pandas as pd
 from gpuscope.allocator.inputs import AllocationInputs, run
 from gpuscope.allocator.metrics import comparison_table, distribution_table, to_markdown
 from gpuscope.allocator.plots import gantt, policy_bars
-from gpuscope.core.io import write_text
+from gpuscope.core.io import write_table, write_text
 from gpuscope.core.targets import RESOURCES
 
 #: Row labels of the tables (seed 001's names for its policies).
@@ -49,7 +49,6 @@ def write_allocation(
     once (it has no order of its own). Returns the tables."""
     from gpuscope.allocator.policies import POLICIES
 
-    out.mkdir(parents=True, exist_ok=True)
     rows, recs, per = [], [], []
     note = truth_note(inp)
     kinds = inp.job_kinds
@@ -79,19 +78,16 @@ def write_allocation(
     _csv(pd.concat(per), out / "per_device.csv")
     write_text(out / "metrics.json", json.dumps({
         "cluster": str(inp.cluster), "jobs": inp.n_jobs, "resources": list(resources),
-        "seed": seed, "note": note, "runs": recs}, indent=1) + "\n")
+        "seed": seed, "note": note, "runs": recs}, indent=1) + "\n", check=False)
     cmp_md = to_markdown(comparison_table(rows), "Average JCT per GPU, Average JCT, Makespan (s)",
                          note + "; a GPU type that ran no job shows `idle`")
     dist_md = to_markdown(distribution_table(rows), "Job distribution")
-    write_text(out / "tables.md", cmp_md + "\n" + dist_md)
+    write_text(out / "tables.md", cmp_md + "\n" + dist_md, check=False)
     if len(rows) > 1:
         policy_bars(rows, out / "policies.png", f"{inp.cluster}, {inp.n_jobs} jobs — {note}")
     return cmp_md + "\n" + dist_md
 
 
 def _csv(df: pd.DataFrame, path: Path) -> None:
-    """Write a CSV atomically (a temp file renamed into place)."""
-    from gpuscope.core.io import atomic_write
-
-    with atomic_write(path, what="allocation output") as tmp:
-        df.to_csv(tmp, index=False, lineterminator="\n")
+    """Write a CSV through the one table writer (atomic, spreadsheet-safe cells)."""
+    write_table(df, path, what="allocation output", check=False)

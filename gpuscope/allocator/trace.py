@@ -40,8 +40,9 @@ def is_trace_file(path: str | Path) -> bool:
         return True
     if p.suffix not in ("", ".tsv", ".txt") or not p.is_file():
         return False
-    with p.open(errors="replace") as f:
-        first = f.readline().rstrip("\n")
+    from gpuscope.core.io import read_text
+
+    first = read_text(p, "job trace", lenient=True).partition("\n")[0]
     return first.count("\t") + 1 in (7, 10)
 
 
@@ -53,11 +54,10 @@ def read_trace(path: str | Path, *, max_jobs: int | None = None,
     keeps the first ones. Job ids are ``g<line number>`` (the line in the file, from 0), so a
     slice names jobs as the whole trace does. A malformed line is one ``InputError``.
     """
-    p = Path(path)
-    try:
-        lines = p.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read trace {path}: {type(e).__name__}") from None
+    from gpuscope.core.io import read_text
+    from gpuscope.core.limits import MAX_GPUS, MAX_SECONDS, parse_number
+
+    lines = read_text(path, "job trace").splitlines()
     rows = []
     for i, line in enumerate(lines):
         if not line.strip():
@@ -68,13 +68,13 @@ def read_trace(path: str | Path, *, max_jobs: int | None = None,
                              "expected 7 (Gavel's published traces) or 10 (its simulator's)")
         rec = dict(zip(_SEVEN if len(f) == 7 else _TEN, f))
         try:
-            steps, arr, gpus = float(rec["total_steps"]), float(rec["arrival_s"]), int(rec["gpus"])
+            steps = parse_number(rec["total_steps"], low=0, low_open=True, high=2.0**62)
+            arr = parse_number(rec["arrival_s"], low=0, high=MAX_SECONDS)
+            gpus = int(parse_number(rec["gpus"], integer=True, low=1, high=MAX_GPUS))
         except ValueError:
-            raise InputError(f"trace {path} line {i + 1}: total steps, arrival time and GPUs "
-                             "must be numbers") from None
-        if not (steps > 0 and np.isfinite(steps) and arr >= 0 and np.isfinite(arr) and gpus >= 1):
-            raise InputError(f"trace {path} line {i + 1}: needs total steps > 0, arrival >= 0 "
-                             "and GPUs >= 1")
+            raise InputError(f"trace {path} line {i + 1}: needs total steps > 0, an arrival "
+                             f"time in [0, {MAX_SECONDS:g}] s and 1 to {MAX_GPUS} GPUs"
+                             ) from None
         rows.append((f"g{i}", rec["job_type"].strip(), steps, arr, gpus))
     df = pd.DataFrame(rows, columns=list(TRACE_COLUMNS))
     if df.empty:
@@ -91,7 +91,7 @@ def write_trace(trace: pd.DataFrame, path: str | Path, fields: int = 7) -> Path:
     """Write a trace frame in Gavel's 7- or 10-field layout (commands: the job type, as the
     simulator only reads the type and steps). Total steps are written as integers, as Gavel
     does; arrivals with microsecond precision."""
-    from gpuscope.core.io import atomic_write
+    from gpuscope.core.io import write_text
 
     if fields not in (7, 10):
         raise InputError(f"a Gavel trace has 7 or 10 fields a line, not {fields}")
@@ -103,9 +103,7 @@ def write_trace(trace: pd.DataFrame, path: str | Path, fields: int = 7) -> Path:
             lines.append(f"{jt}\t{jt}\t-\t0\t{steps}\t{arr:.6f}\t{gpus}")
         else:
             lines.append(f"{jt}\t{jt}\t.\t-\t0\t{steps}\t{gpus}\t1\t-1.000000\t{arr:.6f}")
-    with atomic_write(Path(path), what="trace") as tmp:
-        Path(tmp).write_text("\n".join(lines) + "\n")
-    return Path(path)
+    return write_text(path, "\n".join(lines) + "\n", what="trace")
 
 
 def philly_run_time_s(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -40,13 +40,10 @@ def check_truth_dir(truth_dir: str | Path) -> Path:
 def read_truth_labels(path: Path, device: str) -> pd.DataFrame:
     """One device's ground-truth labels: every row of that device and of one provenance
     (never taken from one row), else one :class:`InputError` line."""
-    from gpuscope.core.provenance import check_folder_labels
+    from gpuscope.core.io import read_parquet
+    from gpuscope.core.provenance import LABEL_COLUMNS, check_folder_labels
 
-    try:
-        lab = pd.read_parquet(path)
-    except Exception as e:  # noqa: BLE001 - any parquet failure is the same user problem
-        raise InputError(f"ground truth {path}: not a readable labels file "
-                         f"({type(e).__name__})") from None
+    lab = read_parquet(path, "ground-truth labels", schema=LABEL_COLUMNS)
     if "device" not in lab.columns:
         lab["device"] = device
     dev, prov = check_folder_labels(lab, path.parent, unknown_ok=True)

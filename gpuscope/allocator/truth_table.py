@@ -25,13 +25,13 @@ first missing ones.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from gpuscope.core.errors import InputError
+from gpuscope.core.limits import MAX_SECONDS, parse_number
 
 #: Files :func:`read_truth_table` reads.
 TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".parquet", ".json")
@@ -45,10 +45,9 @@ def gavel_throughputs(path: str | Path) -> pd.DataFrame:
     """``job_type, device, steps_per_s, status, provenance`` of Gavel's single-GPU, unshared runs."""
     import ast
 
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"--truth {path}: not a readable JSON file ({type(e).__name__})") from None
+    from gpuscope.core.io import read_json
+
+    data = read_json(path, "--truth")
     rows = []
     if not isinstance(data, dict):
         raise InputError(f"--truth {path}: not Gavel's throughputs (GPU type -> job type -> "
@@ -58,9 +57,9 @@ def gavel_throughputs(path: str | Path) -> pd.DataFrame:
             continue
         for key, val in entries.items():
             try:
-                job_type, gpus = ast.literal_eval(key)
-                steps = float(val["null"])
-            except (ValueError, SyntaxError, TypeError, KeyError):
+                job_type, gpus = ast.literal_eval(key[:256])
+                steps = parse_number(val["null"], low=0, high=1e12)
+            except (ValueError, SyntaxError, TypeError, KeyError, MemoryError, RecursionError):
                 raise InputError(f"--truth {path}: entry {key!r} of {dev} is not Gavel's "
                                  "('job type', GPUs) -> {\"null\": steps/s}") from None
             if int(gpus) == 1 and steps > 0:
@@ -73,17 +72,15 @@ def gavel_throughputs(path: str | Path) -> pd.DataFrame:
 
 def read_truth_table(path: str | Path) -> pd.DataFrame:
     """A truth table (module docstring), checked, with ``status`` and ``provenance`` filled."""
+    from gpuscope.core.io import read_table
+
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise InputError(f"--truth {path}: no such file")
     suffix = p.suffix.lower()
     if suffix == ".json":
         return gavel_throughputs(p)
-    try:
-        df = pd.read_parquet(p) if suffix == ".parquet" else pd.read_csv(p)
-    except Exception as e:  # noqa: BLE001 - any reader failure is the same user problem
-        raise InputError(f"--truth {path}: not a readable {suffix[1:]} table "
-                         f"({type(e).__name__})") from None
+    df = read_table(p, "--truth table")
     keys = [c for c in ("job_id", "job_type") if c in df.columns]
     vals = [c for c in ("exec_time_s", "steps_per_s") if c in df.columns]
     if len(keys) != 1 or len(vals) != 1 or "device" not in df.columns:
@@ -95,11 +92,11 @@ def read_truth_table(path: str | Path) -> pd.DataFrame:
     if "status" not in df.columns:
         df["status"] = "ok"
     df["status"] = df["status"].fillna("ok").astype(str)
-    bad = df["status"].eq("ok") & ~(v > 0)
+    bad = df["status"].eq("ok") & ~((v > 0) & (v <= MAX_SECONDS))  # NaN, inf refused too
     if bad.any():
         r = df[bad].iloc[0]
         raise InputError(f"--truth {path}: {vals[0]} of {r[keys[0]]} on {r['device']} must be a "
-                         "number > 0")
+                         f"number in (0, {MAX_SECONDS:g}]")
     if df.duplicated([keys[0], "device"]).any():
         r = df[df.duplicated([keys[0], "device"])].iloc[0]
         raise InputError(f"--truth {path}: two rows for {r[keys[0]]} on {r['device']}")

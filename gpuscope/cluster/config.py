@@ -45,12 +45,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from gpuscope.core.data import bundled
 from gpuscope.core.errors import InputError
+from gpuscope.core.limits import MAX_GPUS, MAX_NAME_LEN, MAX_PATH_LEN, MAX_SECONDS
 
 if TYPE_CHECKING:
     from gpuscope.cluster.counts import ClusterSpec
 
 #: Tolerance when a flavor's given ``rate`` is compared with GPUs / partition GPUs.
 RATE_TOL: float = 1e-6
+#: Bounds of a cluster file's numbers (numbers must be TOML numbers: ``"4"``, ``true`` and
+#: NaN are refused, as on the command line).
+MAX_CPUS: int = 1_000_000
+MAX_GB: float = 1e9
+MAX_KW: float = 1e6
 
 
 class _Frozen(BaseModel):
@@ -64,14 +70,15 @@ class ServerSpec(_Frozen):
     DGX-1V) used for Fig. 7's energy. ``gpu_mem_gb`` overrides the catalog's per-GPU memory.
     """
 
-    name: str = Field(min_length=1)
-    partition: str = Field(min_length=1)
-    gpu_type: str = Field(min_length=1)
-    gpus: int = Field(gt=0)
-    cpus: int = Field(gt=0)
-    mem_gb: float = Field(gt=0)
-    power_kw: float = Field(default=0.0, ge=0)
-    gpu_mem_gb: float | None = Field(default=None, gt=0)
+    name: str = Field(min_length=1, max_length=MAX_NAME_LEN)
+    partition: str = Field(min_length=1, max_length=MAX_NAME_LEN)
+    gpu_type: str = Field(min_length=1, max_length=MAX_NAME_LEN)
+    gpus: int = Field(gt=0, le=MAX_GPUS, strict=True)
+    cpus: int = Field(gt=0, le=MAX_CPUS, strict=True)
+    mem_gb: float = Field(gt=0, le=MAX_GB, strict=True, allow_inf_nan=False)
+    power_kw: float = Field(default=0.0, ge=0, le=MAX_KW, strict=True, allow_inf_nan=False)
+    gpu_mem_gb: float | None = Field(default=None, gt=0, le=MAX_GB, strict=True,
+                                     allow_inf_nan=False)
 
     def gpu_mem(self) -> float:
         """Memory of one GPU in GB: the override, else the catalog device's ``mem_gb``."""
@@ -85,8 +92,8 @@ class ServerSpec(_Frozen):
 class PartitionSpec(_Frozen):
     """A partition (seed 003: A100 and V100, split by CUDA compatibility)."""
 
-    name: str = Field(min_length=1)
-    description: str = ""
+    name: str = Field(min_length=1, max_length=MAX_NAME_LEN)
+    description: str = Field(default="", max_length=MAX_PATH_LEN)
 
 
 class FlavorSpec(_Frozen):
@@ -96,20 +103,20 @@ class FlavorSpec(_Frozen):
     (:meth:`ClusterConfig.rate`).
     """
 
-    name: str = Field(min_length=1)
-    partition: str = Field(min_length=1)
-    gpus: int = Field(gt=0)
-    cpus: int = Field(gt=0)
-    mem_gb: float = Field(gt=0)
-    time_limit_h: float = Field(gt=0)
-    rate: float | None = Field(default=None, gt=0, le=1)
+    name: str = Field(min_length=1, max_length=MAX_NAME_LEN)
+    partition: str = Field(min_length=1, max_length=MAX_NAME_LEN)
+    gpus: int = Field(gt=0, le=MAX_GPUS, strict=True)
+    cpus: int = Field(gt=0, le=MAX_CPUS, strict=True)
+    mem_gb: float = Field(gt=0, le=MAX_GB, strict=True, allow_inf_nan=False)
+    time_limit_h: float = Field(gt=0, le=MAX_SECONDS / 3600, strict=True, allow_inf_nan=False)
+    rate: float | None = Field(default=None, gt=0, le=1, strict=True, allow_inf_nan=False)
 
 
 class ClusterConfig(_Frozen):
     """A cluster: named servers in partitions, and optional flavors per partition."""
 
-    name: str = Field(min_length=1)
-    source: str = ""
+    name: str = Field(min_length=1, max_length=MAX_NAME_LEN)
+    source: str = Field(default="", max_length=MAX_PATH_LEN)
     partitions: tuple[PartitionSpec, ...] = Field(min_length=1)
     servers: tuple[ServerSpec, ...] = Field(min_length=1)
     flavors: tuple[FlavorSpec, ...] = ()

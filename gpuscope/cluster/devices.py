@@ -18,6 +18,7 @@ from typing import Any
 
 from gpuscope.core.data import bundled
 from gpuscope.core.errors import InputError
+from gpuscope.core.limits import check_number, check_text
 
 #: Default catalog file; ``GPUSCOPE_DEVICES`` overrides it.
 DEFAULT_CATALOG: Path = bundled("devices.toml")
@@ -116,21 +117,30 @@ SPEC_FIELDS: tuple[str, ...] = tuple(
 )
 
 
-def _parse(name: str, d: dict[str, Any], path: Path) -> DeviceSpec:
+#: Largest figure a catalog number may hold (TFLOP/s, GB, GB/s, W, $/h, MHz, cores).
+MAX_FIGURE: float = 1e9
+
+
+def _parse(name: str, d: Any, path: Path) -> DeviceSpec:
+    where = f"{path}: device {name!r}"
+    check_text("device name", name, origin=str(path))
+    if not isinstance(d, dict):
+        raise InputError(f"{where} must be a table ([devices.{name}]), not {type(d).__name__}")
     missing = [k for k in SPEC_FIELDS if k not in d]
     if missing:
-        raise InputError(f"{path}: device {name!r} lacks field(s) {', '.join(missing)}")
+        raise InputError(f"{where} lacks field(s) {', '.join(missing)}")
     kw: dict[str, Any] = {}
     for f in fields(DeviceSpec):
         if f.name in ("name", "sources"):
             continue
         v = d.get(f.name, f.default) if f.name in OPTIONAL_FIELDS else d[f.name]
-        if f.type in ("int", int):
-            kw[f.name] = int(v)
-        elif f.type in ("float", float):
-            kw[f.name] = float(v)
+        if f.type in ("int", int, "float", float):  # a TOML number; "4", true, nan refused
+            if isinstance(v, str):
+                raise InputError(f"{where}: {f.name} must be a number, got {v!r}")
+            kw[f.name] = check_number(f.name, v, integer=f.type in ("int", int), low=0,
+                                      high=MAX_FIGURE, origin=where)
         else:
-            kw[f.name] = str(v)
+            kw[f.name] = check_text(f.name, v, origin=where)
     if kw["host_era"] not in HOST_ERAS:
         raise InputError(f"{path}: device {name!r} has unknown host_era {kw['host_era']!r}; "
                          f"known: {', '.join(HOST_ERAS)}")
@@ -146,7 +156,10 @@ def _parse(name: str, d: dict[str, Any], path: Path) -> DeviceSpec:
     if kw["sustained_clock_mhz"] > 0 and not 0 < kw["sustained_clock_mhz"] <= kw["boost_clock_mhz"]:
         raise InputError(f"{path}: device {name!r}: sustained_clock_mhz needs boost_clock_mhz "
                          f">= it (got {kw['sustained_clock_mhz']} / {kw['boost_clock_mhz']})")
-    sources = {str(k): str(v) for k, v in dict(d.get("sources", {})).items()}
+    raw = d.get("sources", {})
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: sources must be a table")
+    sources = {str(k): str(v) for k, v in raw.items()}
     return DeviceSpec(name=name, sources=sources, **kw)
 
 
@@ -173,12 +186,13 @@ def _load_version(path: str, version: tuple[int, int], base: str
     devs = data.get("devices")
     if not isinstance(devs, dict) or not devs:
         raise InputError(f"device catalog {p} has no [devices.<name>] tables")
-    refs = {str(k): str(v) for k, v in dict(data.get("references", {})).items()}
+    raw = data.get("references", {})
+    if not isinstance(raw, dict):
+        raise InputError(f"device catalog {p}: [references] must be a table")
+    refs = {str(k): str(v) for k, v in raw.items()}
     out: dict[str, DeviceSpec] = {}
     plain = {n: d for n, d in devs.items() if not (isinstance(d, dict) and "like" in d)}
     for n, d in plain.items():
-        if not isinstance(d, dict):
-            raise InputError(f"{p}: devices.{n} is not a table")
         out[n] = _parse(n, d, p)
     if len(plain) < len(devs):
         from gpuscope.cluster.usercatalog import resolve_like

@@ -23,7 +23,6 @@ repository; a missing file is one :class:`InputError` line (:func:`external_path
 from __future__ import annotations
 
 import ast
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,16 +98,36 @@ def external_file(path: str | Path) -> Path:
     return found[0] if found else p
 
 
+#: What a number of the measured tables may hold, by column name (a column of another name
+#: is text): counts are positive integers, times, rates and costs finite and >= 0.
+_MEASURED_INTEGERS: tuple[str, ...] = ("epochs", "batch_size", "n_gpus", "images")
+_MEASURED_NUMBERS: tuple[str, ...] = (
+    "exec_time_s", "epoch_time_s", "steps_per_s", "co_steps_per_s", "cost_per_h", "power_w",
+    "energy_eur_per_kwh", "pue")
+
+
+def _measured_columns(columns: Any) -> list[Any]:
+    from gpuscope.core.io import Column
+    from gpuscope.core.limits import MAX_INT, MAX_SECONDS
+
+    out = []
+    for c in map(str, columns):
+        if c in _MEASURED_INTEGERS:
+            out.append(Column(c, "integer", low=1, high=MAX_INT, nan=False))
+        elif c in _MEASURED_NUMBERS:
+            out.append(Column(c, low=0, high=MAX_SECONDS, nan=False))
+    return out
+
+
 def measured_table(name: str) -> pd.DataFrame:
     """One of the project's tables of others' measurements, ``datasets/measured/<name>.csv``
-    (columns and sources: ``datasets/measured/README.md``)."""
-    import pandas as pd  # here, not at the top: the path helpers stay light
+    (columns and sources: ``datasets/measured/README.md``), read through the one reader; a
+    count, time, rate or cost that is not a finite number >= 0 is one line naming the cell."""
+    from gpuscope.core.io import check_columns, read_csv  # here: the path helpers stay light
 
     path = bundled("measured", f"{name}.csv")
-    try:
-        return pd.read_csv(path)
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read the measured table {path}: {e}") from None
+    df = read_csv(path, "measured table")
+    return check_columns(df, _measured_columns(df.columns), path, "measured table")
 
 
 def gavel_throughputs(path: str | Path | None = None) -> dict[str, Any]:
@@ -118,11 +137,9 @@ def gavel_throughputs(path: str | Path | None = None) -> dict[str, Any]:
     project's tables ``gavel-throughputs`` (K80, P100, V100 at 1-8 GPUs) and
     ``gavel-colocations`` (the single-GPU pairs gpuscope uses), keys in the file's order."""
     if path is not None:
-        try:
-            data: dict[str, Any] = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as e:
-            raise InputError(f"cannot read Gavel's throughputs {path}: {e}") from None
-        return data
+        from gpuscope.core.io import read_json
+
+        return dict(read_json(path, "Gavel's throughputs", kind=dict))
     out: dict[str, dict[str, dict[str, Any]]] = {}
     th = measured_table("gavel-throughputs")
     for dev, jt, n, x in zip(th["device"], th["job_type"], th["n_gpus"], th["steps_per_s"]):
@@ -166,9 +183,6 @@ GAVEL_TRACE_COLUMNS: list[str] = ["job_type", "command", "steps_arg", "needs_dat
 
 def read_gavel_trace(path: str | Path) -> pd.DataFrame:
     """Every job of a Gavel MSR trace (:data:`GAVEL_TRACE_COLUMNS`), or ``InputError``."""
-    import pandas as pd  # here, not at the top: the path helpers above stay light
+    from gpuscope.core.io import read_csv  # here, not at the top: the path helpers stay light
 
-    try:
-        return pd.read_csv(path, sep="\t", header=None, names=GAVEL_TRACE_COLUMNS)
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read Gavel trace {path}: {e}") from None
+    return read_csv(path, "Gavel trace", sep="\t", header=None, names=GAVEL_TRACE_COLUMNS)

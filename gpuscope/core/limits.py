@@ -2,7 +2,11 @@
 
 Two kinds of checks:
 
-- **argparse types** (:func:`pos_int`, :func:`nonneg_int`, :func:`finite_float`, ...): a bad
+- **bounded numbers** (:func:`parse_number`): one parser for every number, from the
+  command line (:func:`bounded` makes the argparse types :data:`pos_int`, :data:`nonneg_int`,
+  :data:`finite_float`, ...) or from a file (:func:`check_number`, :func:`check_seconds`;
+  strings: :func:`check_text`). ``True`` is not a number, NaN never passes, an integer is at
+  most :data:`MAX_INT`, a time at most :data:`MAX_SECONDS`. A bad
   number on the command line is one ``gpuscope <cmd>: error: argument --x: ...`` line and exit
   code 2. ``gpuscope.cli`` applies :func:`nonneg_int` to every plain ``type=int`` option and
   :func:`nonneg_float` to every plain ``type=float`` option, so no option takes a negative, NaN
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from collections.abc import Callable
 
 from gpuscope.core.errors import InputError
 
@@ -31,116 +36,145 @@ MEMORY_FRACTION: float = 0.5
 MEMORY_ENV: str = "GPUSCOPE_MAX_MEMORY_MB"
 
 
-def _int(text: str) -> int:
+#: Largest time in seconds any input takes (about 31,700 years): a simulated clock stays
+#: exact to well under a millisecond, so adding a step always moves it.
+MAX_SECONDS: float = 1e12
+#: Most GPUs one node (or VM type) may have.
+MAX_GPUS: int = 1024
+#: Largest price in $/h any input takes.
+MAX_COST: float = 1e9
+#: Largest tardiness weight (a cost multiplier; larger ones overflow the schedulers' costs).
+MAX_WEIGHT: float = 1e6
+#: Longest name (job id, model, dataset, device, ...) an input may hold.
+MAX_NAME_LEN: int = 256
+#: Longest path or source spelling (module path, HF spec) an input may hold.
+MAX_PATH_LEN: int = 4096
+
+Number = int | float
+
+
+def parse_number(value: object, *, integer: bool = False, low: float | None = None,
+                 high: float | None = None, low_open: bool = False,
+                 allow_inf: bool = False) -> Number:
+    """``value`` (a string from the command line or a file, or a parsed number) as an int or
+    a float within bounds; ``ValueError`` with the reason otherwise. ``True``/``False`` are
+    not numbers; NaN never passes; infinity only with ``allow_inf``; an integer is within
+    :data:`MAX_INT` unless ``high`` says otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be {'an integer' if integer else 'a number'}, got {value!r}")
+    if isinstance(value, (int, float)):
+        f: float | int = value
+    else:
+        text = str(value).strip()
+        try:
+            f = int(text) if integer and text.lstrip("+-").isdigit() else float(text)
+        except (ValueError, OverflowError):
+            raise ValueError(f"must be {'an integer' if integer else 'a number'}, "
+                             f"got {_short(value)}") from None
+    if isinstance(f, float) and math.isnan(f):
+        raise ValueError(f"must be a finite number, got {_short(value)}")
+    if isinstance(f, float) and math.isinf(f) and not allow_inf:
+        raise ValueError(f"must be a finite number, got {_short(value)}")
+    if integer:
+        if isinstance(f, float) and (math.isinf(f) or not f.is_integer()):
+            raise ValueError(f"must be an integer, got {_short(value)}")
+        if high is None and abs(f) > MAX_INT:
+            raise ValueError(f"{_short(value)} is out of range (at most {MAX_INT})")
+        f = int(f)
+    if low is not None and (f <= low if low_open else f < low):
+        raise ValueError(f"must be {'>' if low_open else '>='} {_num(low)}, got {_short(value)}")
+    if high is not None and f > high:
+        raise ValueError(f"must be <= {_num(high)}, got {_short(value)}")
+    return f
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e10 else f"{x:g}"
+
+
+def _short(value: object) -> str:
+    s = repr(value) if not isinstance(value, str) else value
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def bounded(name: str, *, integer: bool = False, low: float | None = None,
+            high: float | None = None, low_open: bool = False,
+            allow_inf: bool = False) -> Callable[[str], Number]:
+    """An argparse ``type`` named ``name`` that parses with :func:`parse_number` and these
+    bounds: a bad value is one ``argument --x: <reason>`` line and exit code 2."""
+
+    def parse(text: str) -> Number:
+        try:
+            return parse_number(text, integer=integer, low=low, high=high, low_open=low_open,
+                                allow_inf=allow_inf)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = parse.__qualname__ = name
+    parse.__doc__ = f"argparse type: {'an integer' if integer else 'a number'}" + (
+        f" {'>' if low_open else '>='} {low:g}" if low is not None else "") + (
+        f" and <= {high:g}" if high is not None else "") + (", inf allowed" if allow_inf else "")
+    return parse
+
+
+#: An integer in [0, MAX_INT].
+nonneg_int = bounded("nonneg_int", integer=True, low=0)
+#: An integer in [1, MAX_INT].
+pos_int = bounded("pos_int", integer=True, low=1)
+#: A random seed: an integer in [0, 2**32 - 1].
+seed_int = bounded("seed_int", integer=True, low=0, high=MAX_SEED)
+#: A finite number.
+finite_float = bounded("finite_float")
+#: A finite number >= 0.
+nonneg_float = bounded("nonneg_float", low=0)
+#: A finite number > 0.
+pos_float = bounded("pos_float", low=0, low_open=True)
+#: A number > 0, ``inf`` allowed (an interval where inf means "never").
+pos_float_or_inf = bounded("pos_float_or_inf", low=0, low_open=True, allow_inf=True)
+#: A number in [0, 1] (a probability, a discount).
+unit_float = bounded("unit_float", low=0, high=1)
+#: A number in (0, 1].
+fraction = bounded("fraction", low=0, low_open=True, high=1)
+
+
+def check_number(name: str, value: object, *, integer: bool = False, low: float | None = None,
+                 high: float | None = None, low_open: bool = False, allow_inf: bool = False,
+                 origin: str = "") -> Number:
+    """A value read from a file, checked like a command-line option (:func:`parse_number`);
+    ``InputError`` naming ``origin`` (a file, a row) and the field otherwise."""
     try:
-        f = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not math.isfinite(f) or not f.is_integer():
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
-    v = int(f) if "e" in text.lower() or "." in text else int(text)
-    if abs(v) > MAX_INT:
-        raise argparse.ArgumentTypeError(f"{text} is out of range (at most {MAX_INT})")
-    return v
-
-
-def nonneg_int(text: str) -> int:
-    """An integer >= 0 (and <= :data:`MAX_INT`)."""
-    v = _int(text)
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return v
-
-
-def pos_int(text: str) -> int:
-    """An integer >= 1 (and <= :data:`MAX_INT`)."""
-    v = _int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return v
-
-
-def seed_int(text: str) -> int:
-    """A random seed: an integer in [0, 2**32 - 1]."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a seed is an integer, got {text!r}") from None
-    if not 0 <= v <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"a seed is in [0, {MAX_SEED}], got {text}")
-    return v
-
-
-def finite_float(text: str) -> float:
-    """A finite number (no NaN, no infinity)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
-    return v
-
-
-def nonneg_float(text: str) -> float:
-    """A finite number >= 0."""
-    v = finite_float(text)
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return v
-
-
-def pos_float(text: str) -> float:
-    """A finite number > 0."""
-    v = finite_float(text)
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return v
-
-
-def pos_float_or_inf(text: str) -> float:
-    """A number > 0, ``inf`` allowed (e.g. an interval where inf means "never")."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not v > 0:  # also refuses NaN
-        raise argparse.ArgumentTypeError(f"must be > 0 (or inf), got {text}")
-    return v
-
-
-def unit_float(text: str) -> float:
-    """A number in [0, 1] (a probability, a discount)."""
-    v = finite_float(text)
-    if not 0 <= v <= 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return v
-
-
-def fraction(text: str) -> float:
-    """A number in (0, 1]."""
-    v = finite_float(text)
-    if not 0 < v <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
-    return v
+        return parse_number(value, integer=integer, low=low, high=high, low_open=low_open,
+                            allow_inf=allow_inf)
+    except ValueError as e:
+        raise InputError(f"{origin + ': ' if origin else ''}{name} {e}") from None
 
 
 def check_finite(name: str, value: float, *, low: float | None = None,
                  high: float | None = None, origin: str = "") -> float:
-    """``value`` as a float, refused (``InputError``) when NaN, infinite or outside
-    ``[low, high]``; ``origin`` (a file) prefixes the message."""
-    where = f"{origin}: " if origin else ""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{where}{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise InputError(f"{where}{name} must be a finite number, got {value!r}")
-    if low is not None and v < low:
-        raise InputError(f"{where}{name} must be >= {low:g}, got {value!r}")
-    if high is not None and v > high:
-        raise InputError(f"{where}{name} must be <= {high:g}, got {value!r}")
-    return v
+    """``value`` as a finite float within ``[low, high]`` (see :func:`check_number`)."""
+    return float(check_number(name, value, low=low, high=high, origin=origin))
+
+
+def check_seconds(name: str, value: object, origin: str = "", *, allow_none: bool = False
+                  ) -> float | None:
+    """A time in seconds in [0, :data:`MAX_SECONDS`] (None passes with ``allow_none``)."""
+    if value is None and allow_none:
+        return None
+    return float(check_number(name, value, low=0, high=MAX_SECONDS, origin=origin))
+
+
+def check_text(name: str, value: object, *, max_len: int = MAX_NAME_LEN, origin: str = "",
+               empty: bool = True) -> str:
+    """``value`` as a string of at most ``max_len`` characters (a name, an id, a path)."""
+    where = f"{origin + ': ' if origin else ''}{name}"
+    if not isinstance(value, str):
+        raise InputError(f"{where} must be text, got {_short(value)}")
+    if len(value) > max_len:
+        raise InputError(f"{where} is {len(value):,} characters long, over the limit of "
+                         f"{max_len}")
+    if not empty and not value.strip():
+        raise InputError(f"{where} must not be empty")
+    return value
 
 
 def memory_budget() -> int:

@@ -13,13 +13,29 @@ run (:func:`check_label_rows`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuscope.core.errors import InputError
-from gpuscope.core.targets import PROVENANCES, TARGETS
+from gpuscope.core.io import Column
+from gpuscope.core.limits import MAX_INT, MAX_SECONDS
+from gpuscope.core.targets import PROVENANCES, STATUSES, TARGETS
+
+#: Largest value a label target may hold (seconds, MB, percent: all far below it).
+MAX_LABEL: float = 1e12
+#: The columns of a labels file (design.md "Labels"), checked wherever labels are read:
+#: targets are numbers >= 0, never infinite (NaN: absent), counts positive integers, names
+#: text; which columns a reader needs is its own check (:func:`check_label_rows`).
+LABEL_COLUMNS: tuple[Column, ...] = (
+    *(Column(c, "string", required=False) for c in (
+        "run_id", "device", "provenance", "model", "dataset", "optimizer", "precision",
+        "graph_key", "split", "status")),
+    *(Column(c, "integer", low=1, high=MAX_INT, required=False) for c in (
+        "batch_size", "epochs", "steps_per_epoch")),
+    *(Column(t, low=0, high=MAX_SECONDS if t == "exec_time_s" else MAX_LABEL,
+             required=False) for t in TARGETS),
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,30 +59,27 @@ def _counts(labels: pd.DataFrame, col: str) -> str:
 def labels_file(path: str | Path) -> Path:
     """The label table of a dataset: ``path`` when it is a ``.parquet`` file (a corpus), else
     the folder's ``corpus.parquet`` or ``labels.parquet``; one ``InputError`` line when there
-    is none (commands check this before they import torch)."""
+    is none (commands check this before they import torch). A name that exists but is no
+    regular file (a FIFO, a folder) is returned for the reader to refuse in one line."""
     p = Path(path)
     if p.suffix == ".parquet":
-        if not p.is_file():
+        if not p.exists() and not p.is_symlink():
             raise InputError(f"dataset {p} does not exist")
         return p
     for name in ("corpus.parquet", "labels.parquet"):
-        if (p / name).is_file():
+        if (p / name).exists() or (p / name).is_symlink():
             return p / name
     raise InputError(f"dataset {p}: labels.parquet is missing")
 
 
 def manifest_of(folder: str | Path) -> dict[str, Any]:
     """A dataset folder's ``manifest.json`` ({} when absent); one line when unreadable."""
+    from gpuscope.core.io import read_json
+
     p = Path(folder) / "manifest.json"
-    if not p.is_file():
+    if not p.exists():
         return {}
-    try:
-        m = json.loads(p.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{p}: not a readable manifest ({type(e).__name__})") from None
-    if not isinstance(m, dict):
-        raise InputError(f"{p}: a manifest must be a JSON object")
-    return m
+    return dict(read_json(p, "dataset manifest", kind=dict))
 
 
 def check_labels(
@@ -171,6 +184,20 @@ def check_label_rows(labels: pd.DataFrame, where: str,
         raise InputError(f"{where}: labels lack target column(s) {', '.join(missing[:3])}"
                          + (f" (+{len(missing) - 3} more)" if len(missing) > 3 else "")
                          + "; expected the design.md Labels columns")
+    if "status" in labels.columns:
+        import numpy as np
+
+        bad = ~labels["status"].astype(str).isin(STATUSES)
+        if bad.any():
+            raise InputError(f"{where}: status {str(labels['status'][bad].iloc[0])[:40]!r} is "
+                             f"not one of {', '.join(STATUSES)}")
+        ok = labels["status"].astype(str).eq("ok")
+        missing_time = (ok & labels["exec_time_s"].isna()).to_numpy(dtype=bool) \
+            if "exec_time_s" in labels.columns else np.zeros(0, dtype=bool)
+        if missing_time.any():
+            i = int(missing_time.argmax())
+            raise InputError(f"{where}: row {i + 1} is an ok run without an execution time "
+                             "(exec_time_s is NaN)")
     if "status" in labels.columns and not labels["status"].astype(str).eq("ok").any():
         counts = labels["status"].astype(str).value_counts()
         raise InputError(f"{where}: no ok run among {len(labels)} rows ("

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuscope.core.errors import InputError
+from gpuscope.core.limits import MAX_COST, MAX_GPUS, MAX_SECONDS, MAX_WEIGHT
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,15 +52,34 @@ META_COLUMNS: tuple[str, ...] = ("job_id", "submission_s", "due_s", "weight")
 
 
 # -- the t_jng DataFrame ---------------------------------------------------------------------
+#: Bounds of every number of the t_jng table and the instance folder (seconds at most
+#: ``MAX_SECONDS``, GPUs per node at most ``MAX_GPUS``, costs and weights bounded).
+BOUNDS: dict[str, tuple[float, float]] = {
+    "n_gpus": (1, MAX_GPUS), "exec_time_s": (0, MAX_SECONDS), "cost_per_h": (0, MAX_COST),
+    "SubmissionTime": (0, MAX_SECONDS), "Deadline": (0, MAX_SECONDS),
+    "Tardinessweight": (0, MAX_WEIGHT), "MinExecTime": (0, MAX_SECONDS),
+    "MaxExecTime": (0, MAX_SECONDS), "nGPUs": (1, MAX_GPUS), "max_nGPUs": (1, MAX_GPUS),
+    "cost": (0, MAX_COST), "ExecutionTime": (0, MAX_SECONDS),
+}
+
+
 def _numeric(df: pd.DataFrame, col: str, what: str) -> pd.Series:
+    """Column ``col`` as numbers, refused (naming the row) when one is not a finite number
+    (``true`` is not a number) or lies outside :data:`BOUNDS`."""
     import numpy as np
     import pandas as pd
 
-    s = pd.to_numeric(df[col], errors="coerce")
-    bad = s.isna() | ~np.isfinite(s.to_numpy(dtype=float, na_value=np.nan))
+    raw = df[col]
+    s = pd.to_numeric(raw.where(~raw.map(lambda v: isinstance(v, bool))), errors="coerce")
+    v = s.to_numpy(dtype=float, na_value=np.nan)
+    low, high = BOUNDS.get(col, (-np.inf, np.inf))
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(v) | (v < low) | (v > high)
     if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise InputError(f"{what}: column {col!r} row {i} is not a finite number: {df[col].iloc[i]!r}")
+        i = int(np.flatnonzero(bad)[0])
+        reason = "is not a finite number" if not np.isfinite(v[i]) else \
+            f"is outside [{low:g}, {high:g}]"
+        raise InputError(f"{what}: column {col!r} row {i + 1} {reason}: {raw.iloc[i]!r}")
     return s
 
 
@@ -121,17 +141,13 @@ def read_tjng(path: str | Path) -> pd.DataFrame:
 
 def write_tjng(df: pd.DataFrame, path: str | Path) -> Path:
     """Validate and write a t_jng table as ``.csv`` or ``.parquet``."""
-    from gpuscope.core.io import atomic_write
+    from gpuscope.core.io import write_table
 
     path = Path(path)
     out = validate_tjng(df)
     if path.suffix.lower() not in (".csv", ".parquet"):
         raise InputError(f"{path}: unsupported extension {path.suffix!r} (use .csv or .parquet)")
-    with atomic_write(path, what="t_jng table") as tmp:
-        if path.suffix.lower() == ".parquet":
-            out.to_parquet(tmp, index=False)
-        else:
-            out.to_csv(tmp, index=False, lineterminator="\n")
+    write_table(out, path, what="t_jng table")
     return path
 
 
@@ -195,6 +211,11 @@ def validate_instance(inst: Instance, what: str = "instance") -> None:
         raise InputError(f"{what}: nGPUs and max_nGPUs must be integers >= 1")
     if (g > gmax).any():
         raise InputError(f"{what}: a times row has nGPUs > max_nGPUs")
+    for col in ("GPUtype", "max_nGPUs"):  # one VM type: one GPU type, one size
+        n = times.groupby(times["VMtype"].astype(str), sort=False)[col].nunique(dropna=False)
+        if (n > 1).any():
+            raise InputError(f"{what}: VM type {n[n > 1].index[0]!r} has {int(n.max())} "
+                             f"different {col} values in the times table")
     if (pd.to_numeric(times["ExecutionTime"]) <= 0).any():
         raise InputError(f"{what}: ExecutionTime must be > 0")
     if (pd.to_numeric(times["cost"]) < 0).any():
@@ -215,15 +236,13 @@ def validate_instance(inst: Instance, what: str = "instance") -> None:
 
 
 def _read_csv(path: Path, what: str) -> pd.DataFrame:
-    import pandas as pd
+    from gpuscope.core.io import read_csv
 
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise InputError(f"{what}: missing file {path.name} in {path.parent}")
-    try:
-        return pd.read_csv(path, dtype={"UniqueJobsID": str, "Jobs": str, "VMtype": str,
-                                        "GPUtype": str, "Application": str, "Nodes": str})
-    except (ValueError, OSError) as e:  # pandas' parser errors are ValueErrors
-        raise InputError(f"{what}: cannot parse {path.name}: {str(e).splitlines()[0]}") from None
+    return read_csv(path, f"{what} file", dtype={
+        "UniqueJobsID": str, "Jobs": str, "VMtype": str, "GPUtype": str, "Application": str,
+        "Nodes": str})
 
 
 def read_instance(directory: str | Path) -> Instance:
@@ -247,13 +266,12 @@ def write_instance(inst: Instance, directory: str | Path) -> Path:
     import pandas as pd
 
     validate_instance(inst)
-    from gpuscope.core.io import atomic_write
+    from gpuscope.core.io import write_table
 
     d = Path(directory)
     for name, df in ((JOBS_FILE, inst.jobs), (TIMES_FILE, inst.times),
                      (NODES_FILE, pd.DataFrame({"Nodes": inst.nodes}))):
-        with atomic_write(d / name, what="instance file") as tmp:
-            df.to_csv(tmp, index=False, lineterminator="\n")
+        write_table(df, d / name, what="instance file")
     return d
 
 

@@ -11,7 +11,6 @@ memory-footprint terms, data-parallel overlap. Few numbers, fitted on declared f
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -219,9 +218,10 @@ class EmulatorParams:
         return cls(**kw)
 
     def save(self, path: str | Path, **extra: Any) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps({**extra, **self.to_dict()}, indent=1, sort_keys=True) + "\n")
-        return path
+        from gpuscope.core.io import write_json
+
+        return write_json(path, {**extra, **self.to_dict()}, what="emulator parameters",
+                          sort_keys=True)
 
     @classmethod
     def load(cls, path: str | Path) -> EmulatorParams:

@@ -38,7 +38,7 @@ from gpuscope.workloads.args import add_job_arguments, job_from_args
 COLUMNS: tuple[str, ...] = (
     "job_id", "model", "device", "status", "step_s", "samples_per_s", "mem_gb", "device_mem_gb",
     "fits", "bottleneck", "gpu_util", "epochs", "steps", "exec_time_s", "provenance",
-    "mem_gb_lo", "mem_gb_hi", "fit", "at_risk",
+    "mem_gb_lo", "mem_gb_hi", "fit", "at_risk", "error",
 )
 
 
@@ -63,7 +63,11 @@ def register(subparsers: Any) -> None:
 def estimate_rows(jobs: list[Any], devices: list[Any], graph_cache: str | None = None,
                   params: Any = None, progress: bool = False) -> tuple[list[dict[str, Any]],
                                                                        dict[str, Any]]:
-    """One row per job x device (``COLUMNS``) and per-job graph facts (nodes, GFLOPs, export s)."""
+    """One row per job x device (``COLUMNS``) and per-job graph facts (nodes, GFLOPs, export s).
+
+    In a queue of several jobs, a job whose graph cannot be made (a missing file, a user
+    factory that exits or crashes) gets rows of status ``error`` naming the reason, one
+    warning line on stderr, and the other jobs are still estimated; a single job raises."""
     from gpuscope.core.progress import bar
     from gpuscope.emulator import estimate
     from gpuscope.graphs import GraphCache, export_graph
@@ -73,7 +77,17 @@ def estimate_rows(jobs: list[Any], devices: list[Any], graph_cache: str | None =
     facts: dict[str, Any] = {}
     for job in bar(jobs, desc="estimate", unit="job", quiet=not progress):
         t0 = time.perf_counter()
-        graph = export_graph(job) if job.graph else cache.get_or_export(job)
+        try:
+            graph = export_graph(job) if job.graph else cache.get_or_export(job)
+        except InputError as err:
+            if len(jobs) == 1:
+                raise
+            why = " ".join(str(err).split())
+            sys.stderr.write(f"gpuscope: warning: job {job.job_id or job.key} not estimated: "
+                             f"{why}\n")
+            facts[job.key] = None
+            rows += [dict(_failed_row(job, dev), error=why) for dev in devices]
+            continue
         facts[job.key] = {"nodes": graph.num_nodes, "gflops": graph.total_flops() / 1e9,
                           "params": int(graph.meta.get("param_count", 0)),
                           "graph_s": time.perf_counter() - t0}
@@ -90,7 +104,7 @@ def estimate_rows(jobs: list[Any], devices: list[Any], graph_cache: str | None =
                 "steps": job.total_steps, "exec_time_s": e.exec_time_s if ok else math.nan,
                 "provenance": "emulated", "mem_gb_lo": e.memory.lo_mb / 1024,
                 "mem_gb_hi": e.memory.hi_mb / 1024, "fit": e.fit_status,
-                "at_risk": e.memory.at_risk,
+                "at_risk": e.memory.at_risk, "error": "",
             })
     return rows, facts
 
@@ -108,6 +122,15 @@ def precision_warnings(jobs: list[Any], devices: list[Any]) -> list[str]:
                 lacking.setdefault((prec, why), []).append(d.name)
     return [f"warning: {prec} on {', '.join(names)}: {why}"
             for (prec, why), names in lacking.items()]
+
+
+def _failed_row(job: Any, dev: Any) -> dict[str, Any]:
+    return {"job_id": job.job_id or job.key, "model": job.model, "device": dev.name,
+            "status": "error", "step_s": math.nan, "samples_per_s": 0.0, "mem_gb": math.nan,
+            "device_mem_gb": dev.mem_mb / 1024, "fits": False, "bottleneck": "-",
+            "gpu_util": math.nan, "epochs": job.epochs, "steps": job.total_steps,
+            "exec_time_s": math.nan, "provenance": "emulated", "mem_gb_lo": math.nan,
+            "mem_gb_hi": math.nan, "fit": "error", "at_risk": False}
 
 
 def _human(s: float) -> str:
@@ -196,6 +219,10 @@ def _run(a: argparse.Namespace) -> int:
     if a.format == "table":
         for job in jobs:
             f = facts[job.key]
+            if f is None:
+                print(f"{job.job_id}: {job.model} ({job.source}): not estimated: "
+                      f"{next(r['error'] for r in rows if r['job_id'] == job.job_id)}\n")
+                continue
             print(f"{job.job_id + ': ' if job.job_id else ''}{job.model} ({job.source}), {job.dataset}, "
                   f"{job.optimizer}, batch {job.batch_size}"
                   + (f" x {job.grad_accum} accum" if job.grad_accum > 1 else "")
@@ -210,7 +237,9 @@ def _run(a: argparse.Namespace) -> int:
     elif a.format == "csv":
         import pandas as pd
 
-        pd.DataFrame(rows, columns=list(COLUMNS)).to_csv(sys.stdout, index=False)
+        from gpuscope.core.io import csv_text
+
+        sys.stdout.write(csv_text(pd.DataFrame(rows, columns=list(COLUMNS))))
     else:
         print(json.dumps(_json_rows(rows), indent=1))
     if a.output:

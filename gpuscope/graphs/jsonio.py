@@ -97,19 +97,6 @@ def write_json(graph: OpGraph, path: str | Path) -> Path:
 
 def read_json(path: str | Path) -> OpGraph:
     """Read a JSON (or ``.json.gz``) node/edge list."""
-    path = Path(path)
-    try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                text = fh.read()
-        else:
-            text = path.read_text()
-    except (OSError, EOFError) as e:
-        raise InputError(f"cannot read graph file {path}: {getattr(e, 'strerror', None) or e}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"graph file {path} is not UTF-8 text JSON") from None
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"graph file {path} is not valid JSON: {e.msg} (line {e.lineno})") from None
-    return graph_from_dict(d, source=str(path))
+    from gpuscope.core.io import read_json as read_document
+
+    return graph_from_dict(read_document(path, "graph file"), source=str(path))

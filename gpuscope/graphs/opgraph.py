@@ -24,6 +24,11 @@ from typing import Any
 
 import networkx as nx
 
+from gpuscope.core.limits import MAX_PATH_LEN, parse_number
+
+#: Largest count or size a graph file may give (elements, FLOPs, bytes: 2**62).
+MAX_COUNT: float = 2.0**62
+
 #: Canonical op classes shared by all frontends.
 OP_CLASSES: tuple[str, ...] = (
     "conv",          # convolutions and their gradients
@@ -72,13 +77,34 @@ class OpNode:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> OpNode:
+        """A node from its JSON object; every number bounded (``ValueError`` naming the
+        field), every name text of bounded length."""
+        def num(key: str, default: Any, integer: bool = False, high: float = MAX_COUNT) -> Any:
+            v = d.get(key, default)
+            if v is None:
+                return None
+            try:
+                return parse_number(v, integer=integer, low=0, high=high)
+            except ValueError as e:
+                raise ValueError(f"{key} {e}") from None
+
+        def text(key: str, default: str | None = None) -> str:
+            v = d.get(key, default)
+            if not isinstance(v, str) or len(v) > MAX_PATH_LEN:
+                raise ValueError(f"{key} must be text of at most {MAX_PATH_LEN} characters")
+            return v
+
+        shape = d.get("shape", ()) or ()
+        if not isinstance(shape, (list, tuple)) or len(shape) > 64:
+            raise ValueError("shape must be a list of at most 64 sizes")
         return cls(
-            name=str(d["name"]), op=str(d["op"]), op_class=str(d.get("op_class", "other")),
-            shape=tuple(int(s) for s in d.get("shape", ()) or ()),
-            numel=int(d.get("numel", 0) or 0), dtype_bytes=int(d.get("dtype_bytes", 4) or 4),
-            flops=None if d.get("flops") is None else float(d["flops"]),
-            bytes_accessed=None if d.get("bytes_accessed") is None else float(d["bytes_accessed"]),
-            phase=str(d.get("phase", "unknown")),
+            name=text("name"), op=text("op"), op_class=text("op_class", "other"),
+            shape=tuple(int(parse_number(s, integer=True, low=-1, high=MAX_COUNT))
+                        for s in shape),
+            numel=int(num("numel", 0, True) or 0), dtype_bytes=int(num("dtype_bytes", 4, True,
+                                                                      64) or 4),
+            flops=num("flops", None), bytes_accessed=num("bytes_accessed", None),
+            phase=text("phase", "unknown"),
         )
 
 

@@ -9,7 +9,6 @@ an op never seen in the corpus has frequency 0. Saved as JSON beside the dataset
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -67,10 +66,9 @@ class OpVocabulary:
                 "total": self.total_, "counts": self.counts_}
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
-        return path
+        from gpuscope.core.io import write_json
+
+        return write_json(path, self.to_dict(), what="op vocabulary", check=False)
 
     @classmethod
     def load(cls, path: str | Path) -> OpVocabulary:

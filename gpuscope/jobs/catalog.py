@@ -8,6 +8,7 @@ MODELS`` still works); ``JobSpec`` validates against these names.
 from __future__ import annotations
 
 from gpuscope.core.errors import InputError
+from gpuscope.core.limits import check_number
 
 #: Optimizers: ``sgd`` is SGD with momentum 0.9 (unchanged: the seed jobs' optimizer),
 #: ``momentum`` SGD with Nesterov momentum 0.9, ``none`` no update (forward + backward only).
@@ -81,13 +82,7 @@ def model_params(model: str) -> tuple[str, dict[str, int]]:
         if not eq or k.strip() not in vals:
             raise InputError(f"llama: bad parameter {item!r}; takes "
                              f"{', '.join(k + '=N' for k in LLAMA_PARAMS)}")
-        try:
-            n = int(v)
-        except ValueError:
-            raise InputError(f"llama: {k.strip()} must be an integer, got {v!r}") from None
-        if n <= 0:
-            raise InputError(f"llama: {k.strip()} must be > 0, got {n}")
-        vals[k.strip()] = n
+        vals[k.strip()] = int(check_number(k.strip(), v, integer=True, low=1, origin="llama"))
     return base, vals
 
 

@@ -40,7 +40,7 @@ def _schema(a: argparse.Namespace) -> int:
 
 
 def _template(a: argparse.Namespace) -> int:
-    from gpuscope.core.io import check_output, write_text
+    from gpuscope.core.io import check_output, read_text, write_text
     from gpuscope.jobs.queue import write_queue
     from gpuscope.jobs.schema import EXAMPLE_MODULE, template_jobs
 
@@ -55,7 +55,7 @@ def _template(a: argparse.Namespace) -> int:
     module = out.parent / EXAMPLE_MODULE.name
     kept = module.exists()
     if not kept:
-        write_text(module, EXAMPLE_MODULE.read_text(), what="example module")
+        write_text(module, read_text(EXAMPLE_MODULE, "example module"), what="example module")
     print(f"wrote {len(jobs)} example jobs -> {out} "
           f"(fields: gpuscope jobs schema; check: gpuscope jobs check {out}); "
           f"module job: {module} ({'kept as it was' if kept else 'written'})")

@@ -7,10 +7,12 @@ depends on the sample's shape, the epoch on the training-set size.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 from gpuscope.core.errors import InputError
+from gpuscope.core.limits import MAX_INT
 
 #: Dataset kinds: what one sample is (``DatasetSpec.sample_shape``).
 DATASET_KINDS: tuple[str, ...] = ("image", "tokens", "sequence", "tabular", "frames")
@@ -110,6 +112,7 @@ DATASET_PARAMS: dict[str, dict[str, int]] = {
 _WIKITEXT103_TOKENS = 103_227_021
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_dataset(text: str) -> tuple[str, DatasetSpec]:
     """Resolve a dataset name or parametric string to ``(canonical name, DatasetSpec)``.
 
@@ -144,6 +147,8 @@ def parse_dataset(text: str) -> tuple[str, DatasetSpec]:
             raise InputError(f"dataset {text!r}: {key} must be an integer, got {value!r}") from None
         if v < 0 or (v == 0 and key not in ("classes", "samples")):
             raise InputError(f"dataset {text!r}: {key} must be > 0, got {v}")
+        if v > MAX_INT:
+            raise InputError(f"dataset {text!r}: {key} is out of range (at most {MAX_INT})")
         vals[key] = v
     if kind == "tabular" and vals["features"] <= 0:
         raise InputError(f"dataset {text!r}: tabular needs features=N")

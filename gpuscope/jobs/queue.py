@@ -4,7 +4,6 @@ documented field by field in ``gpuscope.jobs.schema``), and job-id assignment.
 
 from __future__ import annotations
 
-import csv
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -13,14 +12,30 @@ from pathlib import Path
 from typing import Any
 
 from gpuscope.core.errors import InputError
-from gpuscope.jobs.spec import FieldError, JobSpec, module_file, module_problem
+from gpuscope.jobs.spec import (
+    NUMBER_FIELDS,
+    REQUIRED,
+    SKIP,
+    FieldError,
+    JobSpec,
+    canonical_names,
+    check_field,
+    convert_field,
+    module_file,
+    module_problem,
+    source_model_name,
+)
 
 QUEUE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(JobSpec))
 
 
+def _id_width(n: int) -> int:
+    return max(3, len(str(n)))
+
+
 def assign_ids(jobs: Sequence[JobSpec]) -> list[JobSpec]:
     """The jobs, those without ``job_id`` numbered ``j000``...; duplicate ids raise ``InputError``."""
-    width = max(3, len(str(len(jobs))))
+    width = _id_width(len(jobs))
     out = [j if j.job_id else j.with_(job_id=f"j{i:0{width}d}") for i, j in enumerate(jobs)]
     counts = Counter(str(j.job_id) for j in out)  # O(n): a 100k-job queue in ms
     dup = sorted(i for i, c in counts.items() if c > 1)
@@ -29,46 +44,165 @@ def assign_ids(jobs: Sequence[JobSpec]) -> list[JobSpec]:
     return out
 
 
+def _row_error(path: Path, i: int, e: InputError, job_id: Any = None, csv: bool = True
+               ) -> InputError:
+    """The error of row ``i`` (0-based), naming the row (for CSV also its line), its job id
+    and the field."""
+    where = f"row {i + 1}" + (f" (line {i + 2})" if csv else "")
+    jid = str(job_id or "")[:40].strip()
+    field = f", field {e.field!r}" if isinstance(e, FieldError) else ""
+    return InputError(f"job queue {path}, {where}{f' job_id {jid}' if jid else ''}{field}: {e}")
+
+
+def _column_values(c: str, uniques: Sequence[str], base: Path) -> list[Any]:
+    """The converted and checked value of each distinct cell of column ``c`` (SKIP for an
+    empty one); numbers are screened in one vectorised pass and only the few cells it flags
+    go through :func:`convert_field`/:func:`check_field` one by one (to convert what the fast
+    pass cannot, or to raise the field's error)."""
+    import numpy as np
+    import pandas as pd
+
+    def one(u: str) -> Any:
+        if c in ("module", "graph", "hf"):
+            u = _relative_value(c, u.strip(), base)
+        v = convert_field(c, u)
+        return v if v is SKIP else check_field(c, v)
+
+    if c not in NUMBER_FIELDS:
+        return [one(u) for u in uniques]
+    integer, low, high = NUMBER_FIELDS[c]
+    text = pd.Series(list(uniques), dtype=object).str.strip()
+    num = pd.to_numeric(text, errors="coerce").to_numpy(dtype="float64")
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(num) & (num >= low) & (num <= high)
+        if integer:
+            ok &= num == np.round(num)
+    out: list[Any] = []
+    for u, fine, x in zip(text.tolist(), ok.tolist(), num.tolist()):
+        if not u:
+            out.append(SKIP)
+        elif fine:
+            out.append(int(x) if integer else float(u))
+        else:
+            out.append(one(u))
+    return out
+
+
+def _csv_jobs(path: Path) -> list[JobSpec]:
+    """The jobs of a CSV queue, checked column by column: every distinct value of a column
+    once (:func:`_column_values`), every distinct combination of names once
+    (:func:`~gpuscope.jobs.fields.canonical_names`), then one trusted :class:`JobSpec` per
+    row; a repeated value is one shared object, so 10**6 rows of a few models take seconds
+    and a few hundred MB."""
+    import numpy as np
+    import pandas as pd
+
+    from gpuscope.core.io import read_csv
+
+    df = read_csv(path, "job queue", dtype=object, keep_default_na=False)
+    n = len(df)
+    names = [str(c) for c in df.columns]
+    if not names or all(c.startswith("Unnamed:") or not c.strip() for c in names):
+        raise InputError(f"job queue {path} has no header row")
+    unknown = sorted(c for c in names if c not in QUEUE_COLUMNS)
+    if unknown:
+        raise _row_error(path, 0, FieldError(unknown[0], "unknown job field(s): "
+                                             + ", ".join(unknown)))
+    codes: dict[str, np.ndarray] = {}
+    values: dict[str, list[Any]] = {}
+    ids = df["job_id"].tolist() if "job_id" in df.columns else [None] * n
+    for c in names:
+        k, uniques = pd.factorize(df[c].fillna(""))
+        try:
+            values[c] = _column_values(c, list(map(str, uniques)), path.parent)
+        except InputError as e:  # name the first row holding the bad value
+            bad = next(j for j, u in enumerate(map(str, uniques)) if _fails(c, u, path.parent))
+            i = int(np.argmax(k == bad))
+            raise _row_error(path, i, e, ids[i]) from None
+        codes[c] = k
+    del df
+    for c in ("model", *REQUIRED[1:]):
+        if c not in codes and not (c == "model" and ("module" in codes or "hf" in codes)):
+            raise _row_error(path, 0, FieldError(c, f"job is missing field(s): {c}"), ids[0])
+    for c in REQUIRED[3:]:  # an empty batch size or epochs
+        if SKIP in values[c]:
+            i = int(np.argmax(codes[c] == values[c].index(SKIP)))
+            raise _row_error(path, i, FieldError(c, f"job is missing field(s): {c}"), ids[i])
+    if n == 0:
+        return []
+    # the names of each distinct combination, checked once
+    present = [c for c in ("model", "dataset", "optimizer", "precision", "framework", "graph",
+                           "module", "hf") if c in codes]
+    key, combos = pd.factorize(pd.MultiIndex.from_arrays([codes[c] for c in present]))
+    names_of: list[tuple[str, str]] = []
+    for j, combo in enumerate(combos):
+        try:
+            names_of.append(_combo_names({c: values[c][int(x)] for c, x in zip(present, combo)}))
+        except InputError as e:
+            i = int(np.argmax(key == j))
+            raise _row_error(path, i, e, ids[i]) from None
+    columns: dict[str, list[Any]] = {
+        c: [values[c][x] for x in codes[c].tolist()] for c in names
+        if c not in ("model", "dataset")}
+    key_list = key.tolist()
+    columns["model"] = [names_of[j][0] for j in key_list]
+    columns["dataset"] = [names_of[j][1] for j in key_list]
+    width = _id_width(n)  # numbered here, so that assign_ids need not copy the job
+    ids_col = columns.get("job_id", [SKIP] * n)
+    columns["job_id"] = [f"j{i:0{width}d}" if v is SKIP else v for i, v in enumerate(ids_col)]
+    return JobSpec.trusted_rows(columns, n)
+
+
+def _fails(c: str, u: str, base: Path) -> bool:
+    try:
+        _column_values(c, [u], base)
+    except InputError:
+        return True
+    return False
+
+
+def _combo_names(row: dict[str, Any]) -> tuple[str, str]:
+    """Canonical (model, dataset) of one combination of name fields (the model derived from
+    a module or hf source when empty), as ``JobSpec`` makes them."""
+    v = {c: (None if x is SKIP else x) for c, x in row.items()}
+    model = v.get("model") or ""
+    if not model and (v.get("module") or v.get("hf")):
+        model = source_model_name(v.get("module"), v.get("hf")).lower()
+    return canonical_names(model, v["dataset"], v["optimizer"], v.get("precision") or "fp32",
+                           v.get("framework") or "pytorch", v.get("graph") is not None,
+                           v.get("module"), v.get("hf") is not None)
+
+
 def read_queue(path: str | Path) -> list[JobSpec]:
-    """Read a job queue from ``.csv`` (one job a row, header = JobSpec fields) or ``.json``
-    (a list of job objects, or ``{"jobs": [...]}``). Jobs without ``job_id`` get ``j000``…"""
+    """Read a job queue from ``.csv`` (one job a row, header = JobSpec fields; a leading
+    byte-order mark is ignored) or ``.json`` (a list of job objects, or ``{"jobs": [...]}``).
+    Jobs without ``job_id`` get ``j000``…"""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".json"):
         raise InputError(f"job queue {path}: unsupported extension {suffix!r} (use .csv or .json)")
-    from gpuscope.core.io import read_text
+    from gpuscope.core.io import check_input_file, read_json
     from gpuscope.core.limits import check_memory
 
-    text = read_text(path, "job queue")
-    # memory budget: parsed rows and JobSpecs take ~10x the file's bytes (a 100k-job CSV: ~100 MB)
-    check_memory(f"job queue {path} ({len(text) // 2**20} MB)", 10 * len(text))
-    rows: list[dict[str, Any]]
+    size = check_input_file(path, "job queue").stat().st_size
+    # parsed rows and JobSpecs take ~6x the file's bytes (a 10**6-job CSV: ~80 MB -> ~500 MB)
+    check_memory(f"job queue {path} ({size // 2**20} MB)", 6 * size)
     if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(f"job queue {path} is not valid JSON: {e.msg} (line {e.lineno})") from None
+        data = read_json(path, "job queue")
         if isinstance(data, dict) and "jobs" in data:
             data = data["jobs"]
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise InputError(f"job queue {path} must be a JSON list of job objects")
-        rows = data
+        width = _id_width(len(data))
+        jobs = []
+        for i, r in enumerate(data):
+            try:  # numbered here, so that assign_ids need not copy the job
+                row = r if r.get("job_id") else {**r, "job_id": f"j{i:0{width}d}"}
+                jobs.append(JobSpec.from_dict(_relative_to(row, path.parent)))
+            except InputError as e:
+                raise _row_error(path, i, e, r.get("job_id"), csv=False) from None
     else:
-        reader = csv.DictReader(text.splitlines())
-        if not reader.fieldnames:
-            raise InputError(f"job queue {path} is empty")
-        rows = [dict(r) for r in reader]
-    jobs = []
-    for i, r in enumerate(rows):
-        try:
-            jobs.append(JobSpec.from_dict(_relative_to(r, path.parent)))
-        except InputError as e:
-            # name the row (1-based; for CSV also the line), its job_id and the field
-            where = f"row {i + 1}" + (f" (line {i + 2})" if suffix == ".csv" else "")
-            jid = str(r.get("job_id") or "").strip()
-            field = f", field {e.field!r}" if isinstance(e, FieldError) else ""
-            raise InputError(f"job queue {path}, {where}{f' job_id {jid}' if jid else ''}"
-                             f"{field}: {e}") from None
+        jobs = _csv_jobs(path)
     if not jobs:
         raise InputError(f"job queue {path} holds no jobs")
     return assign_ids(jobs)
@@ -76,22 +210,31 @@ def read_queue(path: str | Path) -> list[JobSpec]:
 
 def _relative_to(row: dict[str, Any], base: Path) -> dict[str, Any]:
     """A row whose relative ``module``/``graph``/``hf`` (config.json) paths that exist next to
-    the queue file point there; other spellings (relative to the working directory, package
-    modules, architectures) are kept."""
+    the queue file point there (:func:`_relative_value`)."""
+    if not (row.get("module") or row.get("graph") or row.get("hf")):
+        return row
     out = dict(row)
     for key in ("module", "graph", "hf"):
         v = out.get(key)
-        if not isinstance(v, str) or not v.strip():
-            continue
-        v = v.strip()
-        path, sep, rest = (v.rpartition(":") if key == "module" else (v, "", ""))
-        if key == "hf" and not path.endswith(".json"):
-            continue
-        if key == "module" and module_file(v) is None:
-            continue
-        if not Path(path).is_absolute() and (base / path).is_file() and not Path(path).is_file():
-            out[key] = str(base / path) + sep + rest
+        if isinstance(v, str) and v.strip():
+            out[key] = _relative_value(key, v.strip(), base)
     return out
+
+
+def _relative_value(key: str, v: str, base: Path) -> str:
+    """A relative ``module``/``graph``/``hf`` (config.json) path that exists next to the
+    queue file, pointed there; other spellings (relative to the working directory, package
+    modules, architectures) are kept."""
+    if not v:
+        return v
+    path, sep, rest = (v.rpartition(":") if key == "module" else (v, "", ""))
+    if key == "hf" and not path.endswith(".json"):
+        return v
+    if key == "module" and module_file(v) is None:
+        return v
+    if not Path(path).is_absolute() and (base / path).is_file() and not Path(path).is_file():
+        return str(base / path) + sep + rest
+    return v
 
 
 def missing_files(jobs: Iterable[JobSpec]) -> list[str]:
@@ -123,19 +266,16 @@ def check_sources(jobs: Iterable[JobSpec], where: str | Path) -> None:
 
 def write_queue(jobs: Iterable[JobSpec], path: str | Path) -> Path:
     """Write a queue as ``.csv`` or ``.json`` (chosen by the extension)."""
-    from gpuscope.core.io import atomic_write
+    import pandas as pd
+
+    from gpuscope.core.io import write_table, write_text
 
     path = Path(path)
     jobs = assign_ids(list(jobs))
     if path.suffix.lower() not in (".csv", ".json"):
         raise InputError(f"{path}: unsupported extension {path.suffix!r} (use .csv or .json)")
-    with atomic_write(path, what="job queue") as tmp:
-        if path.suffix.lower() == ".json":
-            tmp.write_text(json.dumps([j.to_dict() for j in jobs], indent=1) + "\n")
-        else:
-            with tmp.open("w", newline="") as fh:
-                w = csv.DictWriter(fh, fieldnames=list(QUEUE_COLUMNS))
-                w.writeheader()
-                for j in jobs:
-                    w.writerow({k: ("" if v is None else v) for k, v in j.to_dict().items()})
-    return path
+    if path.suffix.lower() == ".json":
+        return write_text(path, json.dumps([j.to_dict() for j in jobs], indent=1) + "\n",
+                          what="job queue")
+    df = pd.DataFrame([j.to_dict() for j in jobs], columns=list(QUEUE_COLUMNS), dtype=object)
+    return write_table(df.where(df.notna(), ""), path, what="job queue")

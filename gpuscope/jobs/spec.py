@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import math
 import re
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +44,17 @@ from gpuscope.jobs.datasets import (  # noqa: F401  (re-exported: the job catalo
     parse_dataset,
     shape_dataset,
 )
-
-
-class FieldError(InputError):
-    """An ``InputError`` about one job field (``field``), so queue readers can name it."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
+from gpuscope.jobs.fields import (  # noqa: F401  (FieldError re-exported)
+    NUMBER_FIELDS,
+    OPTIONAL,
+    REQUIRED,
+    SKIP,
+    TEXT_FIELDS,
+    FieldError,
+    canonical_names,
+    check_field,
+    convert_field,
+)
 
 
 def module_file(module: str) -> str | None:
@@ -155,7 +157,9 @@ def source_digest(module: str | None = None, hf: str | None = None) -> str:
 @functools.lru_cache(maxsize=256)
 def _file_digest(path: str, mtime_ns: int, size: int) -> str:
     """sha1 of a file's bytes (memoised per path, mtime and size)."""
-    return hashlib.sha1(Path(path).read_bytes()).hexdigest()
+    from gpuscope.core.io import read_bytes
+
+    return hashlib.sha1(read_bytes(path, "model source file")).hexdigest()
 
 
 def _slug(text: str) -> str:
@@ -163,7 +167,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]+", "_", text.replace("=", ""))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     """One training job.
 
@@ -207,60 +211,22 @@ class JobSpec:
     hf: str | None = None
 
     def __post_init__(self) -> None:
-        try:
-            name, spec = parse_dataset(self.dataset)
-        except InputError as e:
-            raise FieldError("dataset", str(e)) from None
-        object.__setattr__(self, "dataset", name)  # canonical form: equal datasets, equal keys
-        if self.optimizer not in OPTIMIZERS:
-            raise FieldError("optimizer",
-                f"unknown optimizer {self.optimizer!r}; expected one of {', '.join(OPTIMIZERS)}"
-            )
-        if self.precision not in PRECISIONS:
-            raise FieldError("precision",
-                f"unknown precision {self.precision!r}; expected one of {', '.join(PRECISIONS)}"
-            )
-        sources = [k for k in ("graph", "module", "hf") if getattr(self, k) is not None]
-        if len(sources) > 1:
-            raise FieldError("model", f"a job takes one model source, got {' and '.join(sources)}")
-        if self.module is not None and (":" not in self.module or not self.module.rpartition(":")[2]):
-            raise FieldError("module",
-                f"module {self.module!r}: expected path/to/file.py:factory or package.module:factory"
-            )
-        if not sources:
-            base, mparams = model_params(self.model)
-            if mparams:  # canonical: only the keys that differ from the defaults, fixed order
-                changed = [f"{k}={v}" for k, v in mparams.items() if v != LLAMA_PARAMS[k]]
-                object.__setattr__(self, "model", f"{base}:{','.join(changed)}" if changed else base)
-            if base not in MODEL_DATASETS:
-                raise FieldError("model",
-                    f"unknown model {self.model!r}; expected one of {', '.join(MODELS)} "
-                    "(or give a graph file, a module or an hf architecture)"
-                )
-            if (self.dataset not in MODEL_DATASETS[base]
-                    and spec.kind not in MODEL_ANY_KIND.get(base, ())):
-                kinds = "".join(f" or any {k} dataset" for k in MODEL_ANY_KIND.get(base, ()))
-                raise FieldError("dataset",
-                    f"model {self.model!r} is defined for "
-                    f"{'/'.join(MODEL_DATASETS[base])}{kinds}, not {self.dataset!r}"
-                )
-        elif not self.model:
-            raise FieldError("model", "model name must not be empty")
-        for name in ("batch_size", "epochs", "grad_accum"):
+        for name, max_len in TEXT_FIELDS.items():  # the rules: gpuscope.jobs.fields
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise FieldError(name, f"{name} must be a positive integer, got {v!r}")
-        spe = self.steps_per_epoch
-        if spe is not None and (isinstance(spe, bool) or not isinstance(spe, int) or spe <= 0):
-            raise FieldError("steps_per_epoch", f"steps_per_epoch must be a positive integer, got {spe!r}")
-        if self.framework not in ("pytorch", "tensorflow"):
-            raise FieldError("framework", f"unknown framework {self.framework!r}; expected pytorch or tensorflow")
-        if not math.isfinite(self.arrival_s) or self.arrival_s < 0:
-            raise FieldError("arrival_s", f"arrival_s must be a finite number >= 0, got {self.arrival_s!r}")
-        if self.due_s is not None and not math.isfinite(self.due_s):
-            raise FieldError("due_s", f"due_s must be finite, got {self.due_s!r}")
-        if not math.isfinite(self.weight) or self.weight < 0:
-            raise FieldError("weight", f"weight must be a finite number >= 0, got {self.weight!r}")
+            if v is not None and (type(v) is not str or len(v) > max_len):
+                check_field(name, v)
+        model, dataset = canonical_names(self.model, self.dataset, self.optimizer,
+                                         self.precision, self.framework, self.graph is not None,
+                                         self.module, self.hf is not None)
+        object.__setattr__(self, "model", model)
+        object.__setattr__(self, "dataset", dataset)  # canonical: equal datasets, equal keys
+        for name, (integer, low, high) in NUMBER_FIELDS.items():
+            v = getattr(self, name)
+            if v is None and name in OPTIONAL:
+                continue
+            if (type(v) is not int if integer else type(v) not in (int, float)) \
+                    or not low <= v <= high:  # also refuses NaN
+                check_field(name, v)
 
     # -- derived -----------------------------------------------------------------------------
     @property
@@ -324,69 +290,56 @@ class JobSpec:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JobSpec:
-        """Build from a mapping (JSON object, CSV row); converts numeric strings, rejects
-        unknown keys with one clear message."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names)
+        """Build from a mapping (JSON object, CSV row): each cell through
+        :func:`~gpuscope.jobs.fields.convert_field` (numeric strings parsed, ``true`` not a
+        number, names lower-cased); unknown or missing fields are one clear message."""
+        unknown = [k for k in d if k not in _FIELD_NAMES]
         if unknown:
-            raise FieldError(unknown[0], f"unknown job field(s): {', '.join(unknown)}")
-        d = dict(d)
-        src = {k: str(d[k]).strip() for k in ("module", "hf") if d.get(k) not in (None, "")}
-        if src and d.get("model") in (None, ""):
-            d["model"] = source_model_name(src.get("module"), src.get("hf"))
-        missing = [k for k in ("model", "dataset", "optimizer", "batch_size", "epochs") if k not in d]
+            names = sorted(map(str, unknown))
+            raise FieldError(names[0], f"unknown job field(s): {', '.join(names)}")
+        kw = {k: v for k, v in ((k, convert_field(k, v)) for k, v in d.items()) if v is not SKIP}
+        if kw.get("model") in (None, "") and (kw.get("module") or kw.get("hf")):
+            kw["model"] = source_model_name(kw.get("module"), kw.get("hf")).lower()
+        missing = [k for k in REQUIRED if k not in kw]
         if missing:
             raise FieldError(missing[0], f"job is missing field(s): {', '.join(missing)}")
-        kw: dict[str, Any] = {}
-        for k, v in d.items():
-            if isinstance(v, str):
-                v = v.strip()
-                if v == "" and k not in ("model", "dataset", "optimizer"):
-                    continue
-            if k in ("batch_size", "epochs", "steps_per_epoch", "grad_accum"):
-                kw[k] = _to_int(k, v)
-            elif k in ("arrival_s", "due_s", "weight"):
-                kw[k] = _to_float(k, v)
-            elif k in ("model", "optimizer", "framework", "precision"):
-                kw[k] = str(v).strip().lower()
-            elif k == "dataset":
-                kw[k] = str(v).strip()
-            else:
-                kw[k] = None if v is None else str(v)
         return cls(**kw)
 
     @classmethod
+    def trusted_rows(cls, columns: dict[str, list[Any]], n: int) -> list[JobSpec]:
+        """``n`` jobs from columns of values already converted and checked (value by value
+        and name combination by combination, as ``gpuscope.jobs.queue`` does for a CSV
+        queue), built without checking them again; :data:`SKIP` or an absent column is
+        the field's default."""
+        cols = [[_DEFAULTS[f] if v is SKIP else v for v in columns[f]] if f in columns
+                else [_DEFAULTS[f]] * n for f in _DEFAULTS]
+        return list(map(_BUILD, *cols))
+
+    @classmethod
     def from_json_file(cls, path: str | Path) -> JobSpec:
-        try:
-            d = json.loads(Path(path).read_text())
-        except OSError as e:
-            raise InputError(f"cannot read job file {path}: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise InputError(f"job file {path} is not valid JSON: {e.msg} (line {e.lineno})") from None
-        if not isinstance(d, dict):
-            raise InputError(f"job file {path} must hold one JSON object")
-        return cls.from_dict(d)
+        from gpuscope.core.io import read_json
+
+        return cls.from_dict(read_json(path, "job file", kind=dict))
 
 
-def _to_int(name: str, v: Any) -> int | None:
-    if v is None:
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise FieldError(name, f"{name} must be an integer, got {v!r}") from None
-    if not f.is_integer():
-        raise FieldError(name, f"{name} must be an integer, got {v!r}")
-    return int(f)
+_FIELD_NAMES: frozenset[str] = frozenset(f.name for f in fields(JobSpec))
+_DEFAULTS: dict[str, Any] = {f.name: (None if f.default is MISSING else f.default)
+                             for f in fields(JobSpec)}
 
 
-def _to_float(name: str, v: Any) -> float | None:
-    if v is None:
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise FieldError(name, f"{name} must be a number, got {v!r}") from None
+def _builder() -> Any:
+    """A function taking every field positionally and returning a JobSpec without
+    ``__post_init__``: the assignments dataclasses generates for ``__init__`` (3 us a job,
+    half of a generic loop), for :meth:`JobSpec.trusted_rows`."""
+    names = list(_DEFAULTS)
+    body = "".join(f"    set_(job, {f!r}, {f})\n" for f in names)
+    src = f"def build({', '.join(names)}):\n    job = new(cls)\n{body}    return job\n"
+    scope: dict[str, Any] = {"new": object.__new__, "cls": JobSpec, "set_": object.__setattr__}
+    exec(src, scope)  # noqa: S102 - code built from the dataclass's own field names
+    return scope["build"]
+
+
+_BUILD = _builder()
 
 
 def table_jobs(table: int = 3, steps_per_epoch: int | None = None) -> list[JobSpec]:

@@ -16,7 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from gpuscope.core.errors import CheckpointError
+from gpuscope.core.errors import CheckpointError, InputError
+from gpuscope.core.limits import check_number
+
+#: Widest observation, action set and (half of it) hidden layer a checkpoint may declare, and
+#: deepest network: the networks built before its weights are read stay under ~0.5 GB.
+MAX_WIDTH: int = 4096
+MAX_LAYERS: int = 16
 
 CKPT_VERSION = 1
 
@@ -145,36 +151,40 @@ class DQNAgent:
 
     # -- checkpoints (plain tensors and primitives: torch.load(weights_only=True) works) --------
     def save(self, path: str | Path) -> Path:
-        import os
-
         import torch
 
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(p.name + ".tmp")
-        torch.save({"version": CKPT_VERSION, "obs_dim": self.obs_dim,
-                    "n_actions": self.n_actions, "config": asdict(self.cfg),
-                    "meta": self.meta, "state_dict": self.q.state_dict()}, tmp)
-        os.replace(tmp, p)  # atomic: a run that dies leaves the previous file intact
-        return p
+        from gpuscope.core.io import replace_atomically
+
+        obj = {"version": CKPT_VERSION, "obs_dim": self.obs_dim, "n_actions": self.n_actions,
+               "config": asdict(self.cfg), "meta": self.meta, "state_dict": self.q.state_dict()}
+        # atomic: a run that dies leaves the previous file intact; a full disk is one line
+        return replace_atomically(path, lambda t: torch.save(obj, t), what="mdrl checkpoint",
+                                  check=False)
 
     @classmethod
     def load(cls, path: str | Path) -> DQNAgent:
-        import torch
+        from gpuscope.core.io import check_keys, load_torch
 
-        try:
-            ck = torch.load(Path(path), map_location="cpu", weights_only=True)
-        except FileNotFoundError:
-            raise CheckpointError(f"checkpoint {path} not found") from None
-        except Exception as e:  # noqa: BLE001 - any unreadable file is one line for the user
-            raise CheckpointError(f"cannot read checkpoint {path}: {type(e).__name__}") from None
+        ck = load_torch(path, "mdrl checkpoint")
         if not isinstance(ck, dict) or ck.get("version") != CKPT_VERSION:
             raise CheckpointError(f"{path} is not an mdrl checkpoint of version {CKPT_VERSION}")
+        what = f"mdrl checkpoint {path}"
+        check_keys(ck, {"obs_dim": int, "n_actions": int, "config": dict, "state_dict": dict},
+                   what)
         names = {f.name for f in fields(DQNConfig)}
-        cfg = DQNConfig(**{k: v for k, v in ck["config"].items() if k in names})
-        agent = cls(int(ck["obs_dim"]), int(ck["n_actions"]), cfg, meta=ck.get("meta", {}))
-        agent.q.load_state_dict(ck["state_dict"])
-        agent.q_target.load_state_dict(ck["state_dict"])
+        try:
+            check_number("obs_dim", ck["obs_dim"], integer=True, low=1, high=MAX_WIDTH)
+            check_number("n_actions", ck["n_actions"], integer=True, low=1, high=MAX_WIDTH)
+            cfg = DQNConfig(**{k: v for k, v in ck["config"].items() if k in names})
+            check_number("config.hidden", cfg.hidden, integer=True, low=1, high=MAX_WIDTH // 2)
+            check_number("config.layers", cfg.layers, integer=True, low=1, high=MAX_LAYERS)
+            agent = cls(int(ck["obs_dim"]), int(ck["n_actions"]), cfg,
+                        meta=ck["meta"] if isinstance(ck.get("meta"), dict) else {})
+            agent.q.load_state_dict(ck["state_dict"])
+            agent.q_target.load_state_dict(ck["state_dict"])
+        except (InputError, TypeError, ValueError, RuntimeError, KeyError) as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise CheckpointError(f"{what} does not fit its network ({first[:160]})") from None
         return agent
 
 

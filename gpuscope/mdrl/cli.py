@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
-from gpuscope.core.io import check_output
+from gpuscope.core.io import (
+    check_output,
+    check_output_folder,
+    output_folder,
+    write_table,
+    write_text,
+)
 from gpuscope.core.limits import check_count, check_memory, pos_float, pos_int, unit_float
 
 #: Most jobs in one episode (the state, the queue and the simulator are per job; no size may exhaust memory).
@@ -121,20 +126,14 @@ def make_env(args: argparse.Namespace, part: Any) -> Any:
                          reward=args.reward, f_start=args.f_start, mask=args.mask)
 
 
-def _out(args: argparse.Namespace) -> Path:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
 def _train(args: argparse.Namespace) -> int:
     import numpy as np
 
     from gpuscope.mdrl.agent import DQNConfig
     from gpuscope.mdrl.train import learning_curve_png, plateau_episode, train_agent
 
-    check_output(args.out, [args.cluster, args.tjng, _queue_file(args)], kind="dir",
-                 what="output folder")
+    inputs = [args.cluster, args.tjng, _queue_file(args)]
+    check_output_folder(args.out, "mdrl train", inputs)
     _check_jobs(args)
     # replay: ~2 observations of <= 1 kB each per transition; network: layers x hidden^2
     # float32 weights with Adam's moments and a target copy
@@ -148,31 +147,29 @@ def _train(args: argparse.Namespace) -> int:
                     val_episodes=args.val_episodes)
     _, parts = _partitions(args)
     envs = [make_env(args, part) for part in parts]  # bad inputs fail before anything is written
-    out = _out(args)
     curves: dict[str, list[float]] = {}
     summary = []
-    for part, env in zip(parts, envs):
-        res = train_agent(env, args.episodes, cfg, seed=args.seed, progress=not args.quiet,
-                          desc=f"train {part.name}")
-        res.agent.meta.update(iat_h=args.iat, jobs=args.jobs, durations=args.durations,
-                              arrivals=args.arrivals, cluster=str(args.cluster))
-        res.agent.save(out / f"{part.name}.pt")
-        curves[part.name] = res.u_term
-        last = float(np.mean(res.u_term[-100:]))
-        dqn, ff = held_out_u_term(env, res.agent, TEST_EPISODES, 10_000 + args.seed)
-        summary.append({"partition": part.name, "episodes": args.episodes,
-                        "seconds": round(res.seconds, 1), "u_term_last100": round(last, 4),
-                        "plateau_episode": plateau_episode(res.u_term),
-                        "kept_episode": res.best_episode, "test_u_term_dqn": round(dqn, 4),
-                        "test_u_term_first_fit": round(ff, 4)})
-    tmp = out / "train.csv.tmp"
-    with open(tmp, "w") as f:
-        f.write("partition,episode,u_term\n")
-        for name, c in curves.items():
-            f.writelines(f"{name},{i},{u:.6f}\n" for i, u in enumerate(c))
-    os.replace(tmp, out / "train.csv")
-    learning_curve_png(curves, str(out / "learning_curve.png"),
-                       f"mDRL DQN U_term (emulated; iat {args.iat} h, seed {args.seed})")
+    out = Path(args.out)
+    with output_folder(out, "mdrl train", inputs) as tmp:
+        for part, env in zip(parts, envs):
+            res = train_agent(env, args.episodes, cfg, seed=args.seed, progress=not args.quiet,
+                              desc=f"train {part.name}")
+            res.agent.meta.update(iat_h=args.iat, jobs=args.jobs, durations=args.durations,
+                                  arrivals=args.arrivals, cluster=str(args.cluster))
+            res.agent.save(tmp / f"{part.name}.pt")
+            curves[part.name] = res.u_term
+            last = float(np.mean(res.u_term[-100:]))
+            dqn, ff = held_out_u_term(env, res.agent, TEST_EPISODES, 10_000 + args.seed)
+            summary.append({"partition": part.name, "episodes": args.episodes,
+                            "seconds": round(res.seconds, 1), "u_term_last100": round(last, 4),
+                            "plateau_episode": plateau_episode(res.u_term),
+                            "kept_episode": res.best_episode, "test_u_term_dqn": round(dqn, 4),
+                            "test_u_term_first_fit": round(ff, 4)})
+        lines = ["partition,episode,u_term\n"] + [f"{name},{i},{u:.6f}\n" for name, c in
+                                                   curves.items() for i, u in enumerate(c)]
+        write_text(tmp / "train.csv", "".join(lines), what="training curve", check=False)
+        learning_curve_png(curves, str(tmp / "learning_curve.png"),
+                           f"mDRL DQN U_term (emulated; iat {args.iat} h, seed {args.seed})")
     print(f"{'partition':<10} {'episodes':>8} {'seconds':>8} {'U_term(last100)':>16} "
           f"{'plateau':>8} {'kept':>5} {'test U_term: DQN':>17} {'first-fit':>9}")
     for s in summary:
@@ -203,12 +200,21 @@ def held_out_u_term(env: Any, agent: Any, n: int, seed: int) -> tuple[float, flo
     dqn = DQNPolicy(agent)
     return (float(np.mean([run_episode(env, dqn, e).u_term for e in eps])),
             float(np.mean([run_episode(env, FirstFit(), e).u_term for e in eps])))
+def _agent(model: Path, env: Any) -> Any:
+    """The DQN agent of checkpoint ``model``, refused when its network does not fit ``env``."""
+    from gpuscope.mdrl.agent import DQNAgent
+
+    agent = DQNAgent.load(model)
+    if agent.obs_dim != env.obs_dim or agent.n_actions != env.n_actions:
+        raise InputError(f"{model} was trained with another --state or partition "
+                         f"({agent.obs_dim} inputs, {agent.n_actions} actions; this one has "
+                         f"{env.obs_dim}, {env.n_actions})")
+    return agent
 
 
 def _eval(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from gpuscope.mdrl.agent import DQNAgent
     from gpuscope.mdrl.train import (
         baseline_factories,
         dqn_factory,
@@ -232,10 +238,7 @@ def _eval(args: argparse.Namespace) -> int:
         facs = baseline_factories(pols)
         model = Path(args.model_dir) / f"{part.name}.pt" if args.model_dir else None
         if model is not None:
-            agent = DQNAgent.load(model)
-            if agent.obs_dim != env.obs_dim or agent.n_actions != env.n_actions:
-                raise InputError(f"{model} was trained with another --state or partition")
-            facs["dqn"] = dqn_factory(agent)
+            facs["dqn"] = dqn_factory(_agent(model, env))
         for seed in range(args.seeds):
             eps = draw_episodes(env, args.episodes, 10_000 + seed)
             df = evaluate(env, facs, eps, seed=seed, oracle=not args.no_oracle,
@@ -247,10 +250,7 @@ def _eval(args: argparse.Namespace) -> int:
               f"{args.iat} h, emulated)")
         print(summarise(g).round(3).to_string())
     if args.out:
-        out = _out(args)
-        tmp = out / "eval.csv.tmp"
-        allr.to_csv(tmp, index=False)
-        os.replace(tmp, out / "eval.csv")
+        write_table(allr, Path(args.out) / "eval.csv", what="evaluation")
     return 0
 
 
@@ -281,14 +281,14 @@ def _fig3(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from gpuscope.mdrl.agent import DQNAgent, DQNPolicy
+    from gpuscope.mdrl.agent import DQNPolicy
     from gpuscope.mdrl.baselines import Oracle, make_baseline, run_episode
     from gpuscope.mdrl.export import make_plan, write_plan_files
     from gpuscope.mdrl.simulate import fig3_episode
     from gpuscope.slurm.cli import time_scale
 
-    check_output(args.out, [args.cluster, args.tjng, args.model_dir], kind="dir",
-                 what="output folder")
+    inputs = [args.cluster, args.tjng, args.model_dir, _queue_file(args)]
+    check_output_folder(args.out, "mdrl export", inputs)
     _check_jobs(args)
     time_scale(args.time_scale)
     cl, parts = _partitions(args)
@@ -304,7 +304,7 @@ def _export(args: argparse.Namespace) -> int:
             if args.policy == "dqn":
                 if not args.model_dir:
                     raise InputError("--policy dqn needs --model-dir (from gpuscope mdrl train)")
-                pol: Any = DQNPolicy(DQNAgent.load(Path(args.model_dir) / f"{part.name}.pt"))
+                pol: Any = DQNPolicy(_agent(Path(args.model_dir) / f"{part.name}.pt", env))
             elif args.policy in POLICIES:
                 pol = make_baseline(args.policy, args.seed)
             else:
@@ -317,8 +317,9 @@ def _export(args: argparse.Namespace) -> int:
 
     plan = pd.concat(plans).sort_values(["start_h", "job_id"]).reset_index(drop=True)
     plan["start_order"] = range(1, len(plan) + 1)
-    files = write_plan_files(plan, args.out, args.format, cl, kueue=args.kueue,
-                             image=args.image, command=args.command)
+    with output_folder(args.out, "mdrl export", inputs) as tmp:
+        files = write_plan_files(plan, tmp, args.format, cl, kueue=args.kueue,
+                                 image=args.image, command=args.command)
     print(plan[["start_order", "job_id", "partition", "servers", "flavor", "gpus", "cpus",
                 "mem_gb", "time_limit_s", "start_h"]].to_string(index=False))
     print(f"wrote {len(files)} files under {args.out}")

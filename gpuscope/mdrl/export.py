@@ -18,7 +18,6 @@ reading, ``flavor, gpu_type, start_h, policy``. ``gpuscope.slurm`` submits it (i
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -55,11 +54,9 @@ def make_plan(part: Partition, episode: Episode, result: EpisodeResult,
 
 
 def _atomic_write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return path
+    from gpuscope.core.io import write_text
+
+    return write_text(path, text, what="plan file", check=False)
 
 
 def slurm_time(seconds: int) -> str:
@@ -177,7 +174,9 @@ def write_plan_files(plan: pd.DataFrame, out: str | Path, fmt: str,
                      image: str | None = None, command: str = DEFAULT_COMMAND) -> list[Path]:
     """Write ``plan.csv`` and the ``slurm/*.sbatch`` or ``k8s/*.yaml`` files under ``out``."""
     out = Path(out)
-    written = [_atomic_write(out / "plan.csv", plan.to_csv(index=False))]
+    from gpuscope.core.io import csv_text
+
+    written = [_atomic_write(out / "plan.csv", csv_text(plan))]
     rows = plan.to_dict("records")
     for r in rows:
         stem = f"{int(r['start_order']):02d}-{r['job_id']}"

@@ -120,8 +120,6 @@ def plateau_episode(curve: Sequence[float], window: int = 100, tol: float = 0.02
 def learning_curve_png(curves: Mapping[str, Sequence[float]], path: str, title: str,
                        baselines: dict[str, float] | None = None) -> str:
     """Plot 50-episode moving averages of U_term per run (seed 003 Fig. 5 analogue)."""
-    import os
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -139,10 +137,12 @@ def learning_curve_png(curves: Mapping[str, Sequence[float]], path: str, title: 
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    from gpuscope.core.io import write_figure
+
+    try:
+        write_figure(fig, path, what="learning curve", check=False)
+    finally:
+        plt.close(fig)
     return path
 
 

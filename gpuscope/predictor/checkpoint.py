@@ -11,21 +11,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpuscope.core.errors import CheckpointError
+from gpuscope.core.errors import CheckpointError, InputError
+from gpuscope.core.io import check_input_file, check_keys, load_torch, replace_atomically
 
 #: The ``format`` entry of every gpuscope predictor checkpoint, whatever its version.
 FORMAT = "gpuscope-predictor"
 
 
 def save_checkpoint_dict(obj: dict[str, Any], path: Path) -> Path:
-    """``torch.save`` to a temporary file, then rename it over ``path``: atomic, so a reader
-    never sees half a checkpoint. The parent folder must exist."""
+    """``torch.save`` through the one atomic writer: a reader never sees half a checkpoint,
+    and a full disk is one line that says so."""
     import torch
 
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    tmp.replace(path)
-    return path
+    return replace_atomically(path, lambda t: torch.save(obj, t), what="checkpoint")
+
+
+#: The keys and types every predictor checkpoint holds, whatever its version (the versions'
+#: own keys are checked by their loaders).
+COMMON_KEYS: dict[str, Any] = {"format": str, "format_version": int, "targets": list,
+                               "device": str}
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
@@ -49,19 +53,16 @@ def bundled_checkpoints() -> list[str]:
 
 
 def read_checkpoint_dict(path: str | Path) -> dict[str, Any]:
-    """``torch.load(weights_only=True)`` of a gpuscope checkpoint (any version; a bundled one
-    by name: :func:`resolve_checkpoint`), or ``CheckpointError`` with one line."""
-    import torch
-
+    """A gpuscope checkpoint (any version; a bundled one by name: :func:`resolve_checkpoint`)
+    read through ``gpuscope.core.io.load_torch`` (bounded, ``weights_only``), its common keys
+    checked; ``CheckpointError`` with one line naming the problem (or the key) otherwise."""
     path = check_checkpoint_file(path)
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # noqa: BLE001 - unpickling/zip errors all mean "corrupt"
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CheckpointError(f"checkpoint {path} is corrupt or not a checkpoint ({msg[:120]})"
-                              ) from None
+    obj = load_torch(path, "checkpoint")
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise CheckpointError(f"checkpoint {path} is not a gpuscope predictor checkpoint")
+    check_keys(obj, COMMON_KEYS, f"checkpoint {path}")
+    if not all(isinstance(t, str) for t in obj["targets"]):
+        raise CheckpointError(f"checkpoint {path}: key 'targets' must be a list of names")
     return obj
 
 
@@ -73,6 +74,11 @@ def check_checkpoint_file(path: str | Path) -> Path:
     import zipfile
 
     path = resolve_checkpoint(path)
+    if path.exists() or path.is_symlink():  # a FIFO, device, folder, link loop: one line
+        try:
+            check_input_file(path, "checkpoint")
+        except InputError as e:
+            raise CheckpointError(str(e)) from None
     if not path.is_file():
         hint = f"; bundled: {', '.join(bundled_checkpoints())}" if len(path.parts) == 1 else ""
         raise CheckpointError(f"checkpoint {path} does not exist{hint}")

@@ -24,7 +24,14 @@ from typing import Any
 from gpuscope.cluster.cli import add_catalog_option
 from gpuscope.core.errors import InputError
 from gpuscope.core.io import check_output, write_table
-from gpuscope.core.limits import check_count, check_memory, fraction, pos_float, pos_int
+from gpuscope.core.limits import (
+    check_count,
+    check_memory,
+    check_number,
+    fraction,
+    pos_float,
+    pos_int,
+)
 from gpuscope.core.progress import phase
 from gpuscope.core.provenance import labels_file
 from gpuscope.predictor.checkpoint import check_checkpoint_file
@@ -115,11 +122,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_predict)
 
 
-def _positive(name: str, v: float) -> None:
-    if not v > 0:
-        raise InputError(f"--{name} must be > 0, got {v}")
-
-
 def _train(a: argparse.Namespace) -> int:
     if a.init_from:
         from gpuscope.predictor.checkpoint import resolve_checkpoint
@@ -193,7 +195,7 @@ def _train_gnn(a: argparse.Namespace) -> int:
     from gpuscope.predictor.gnn.train import TrainConfig, fit_predictor
 
     for name in ("epochs", "batch_size", "lr", "hidden", "fraction"):
-        _positive(name.replace("_", "-"), getattr(a, name))
+        check_number(f"--{name.replace('_', '-')}", getattr(a, name), low=0, low_open=True)
     if a.fraction > 1:
         raise InputError(f"--fraction must be in (0, 1], got {a.fraction}")
     cfg = TrainConfig(targets=a.targets, split=a.split, seed=a.seed, epochs=a.epochs,

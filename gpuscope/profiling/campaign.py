@@ -31,23 +31,18 @@ with ``retry_errors``, and aborts with one line when the environment is broken: 
 from __future__ import annotations
 
 import itertools
-import math
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpuscope.core.errors import InputError
+from gpuscope.core.io import read_toml
+from gpuscope.core.limits import check_number
 from gpuscope.jobs.spec import JobSpec
 from gpuscope.profiling.ledger import Ledger, campaign_lock
 from gpuscope.profiling.runner import RunOptions, run_job
 from gpuscope.profiling.trace import DEFAULT_PERIOD_S, TraceMeta
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 _CAMPAIGN_KEYS = {
     "name", "description", "timeout_s", "period_s", "steps_per_epoch", "optimizers",
@@ -88,10 +83,11 @@ def _list(where: str, key: str, v: Any, typ: type) -> list[Any]:
 
 
 def _positive(where: str, key: str, v: Any, integer: bool = False) -> Any:
-    ok = isinstance(v, int) if integer else isinstance(v, (int, float))
-    if isinstance(v, bool) or not ok or not 0 < v < math.inf:  # nan, inf refused
-        raise InputError(f"{where}: {key} must be a positive {'integer' if integer else 'number'}, got {v!r}")
-    return v
+    """A TOML number > 0 (an integer when ``integer``), bounded like a command-line option."""
+    if not isinstance(v, (int, float)) or (integer and not isinstance(v, int)):
+        raise InputError(f"{where}: {key} must be a positive {'integer' if integer else 'number'}"
+                         f", got {v!r}")
+    return check_number(key, v, integer=integer, low=0, low_open=True, origin=where)
 
 
 def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign:
@@ -176,13 +172,7 @@ def load_campaign(path: str | Path) -> Campaign:
     """Read and validate a campaign TOML file (or a bundled campaign by name:
     :func:`resolve_campaign`); any problem is one :class:`InputError` line."""
     path = resolve_campaign(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise InputError(f"cannot read campaign {path}: {e.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"campaign {path} is not valid TOML: {str(e).splitlines()[0]}") from None
-    return parse_campaign(data, str(path))
+    return parse_campaign(read_toml(path, "campaign"), str(path))
 
 
 #: This many first runs failing alike at start-up abort the campaign (environment failure).

@@ -254,10 +254,9 @@ def _nvml_count() -> int:
 def _label(args: argparse.Namespace) -> int:
     from gpuscope.profiling.labeling import label_runs
 
-    out = Path(args.out)
+    out = check_output(args.out, [args.runs_dir], what="labels")
     if out.suffix.lower() not in (".csv", ".parquet"):
         raise InputError(f"{out}: unsupported extension {out.suffix!r} (use .parquet or .csv)")
-    check_output(out, [args.runs_dir], what="labels")
     df = label_runs(args.runs_dir, args.method)
     write_table(df, out, [args.runs_dir], what="labels")
     print(json.dumps({"labels": str(out), "rows": len(df),
@@ -270,7 +269,7 @@ def _plot(args: argparse.Namespace) -> int:
     from gpuscope.profiling.trace import read_trace
 
     path = Path(args.run)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # a special file is refused by the reader
         if not args.runs:
             raise InputError(f"{args.run}: no such trace file (give --runs DIR for a run id)")
         path = Path(args.runs) / "traces" / f"{args.run}.parquet"
@@ -286,7 +285,6 @@ def _plot(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from gpuscope.profiling.dataset import build_dataset
 
-    check_output(args.out, args.runs, kind="dir", what="dataset folder")
     manifest = build_dataset(args.runs, args.out, method=args.method, traces=args.traces,
                              notes=args.note, progress=not args.quiet)
     import sys

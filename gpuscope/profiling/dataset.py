@@ -10,16 +10,15 @@ optionally raw ``traces/``. Measured and emulated runs are never mixed in one da
 Runs are keyed by ``(device, provenance, run_id)`` across ``--runs`` folders, so a
 second folder of another device reaches the one-device check instead of being dropped as a
 repeat; the same run in two folders keeps the first (counted in the manifest as
-``duplicate_runs``). The folder is written atomically: built in a hidden temp sibling, then
-renamed into place; an existing folder is replaced only when it is a dataset of the same
-device and provenance (or empty), else refused with one line. Runs taken on a busy host
+``duplicate_runs``). The folder is written as a whole (``gpuscope.core.io.output_folder``):
+built in a hidden temporary sibling, then swapped into place; an existing folder is replaced
+only when it is empty or a dataset this command wrote, of the same device and provenance
+(a folder holding anything else is refused, never emptied). Runs taken on a busy host
 (``host_busy`` in their metadata) are counted in the manifest (``host_busy_runs``).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 from collections import Counter
 from datetime import datetime, timezone
@@ -218,6 +217,12 @@ def _manifest_md(m: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The files a dataset folder holds (for folders built before output records existed).
+DATASET_FILES: frozenset[str] = frozenset({"labels.parquet", "graphs.parquet", "vocab.json",
+                                           "manifest.json", "MANIFEST.md"})
+COMMAND = "profile build-dataset"
+
+
 def build_dataset(
     runs_dirs: list[str | Path] | str | Path,
     out_dir: str | Path,
@@ -230,20 +235,21 @@ def build_dataset(
 ) -> dict[str, Any]:
     """Label the runs, encode one graph per graph_key, write the dataset folder; returns the
     manifest. ``graphs=False`` skips graph export (labels-only datasets); ``cache_dir`` is
-    the ``GraphCache`` folder (default ``$GPUSCOPE_CACHE/graphs``)."""
+    the ``GraphCache`` folder (default ``$GPUSCOPE_CACHE/graphs``). The folder is written
+    as a whole (``gpuscope.core.io.output_folder``): an existing one is replaced only when
+    it is a dataset this command wrote, of the same device and provenance."""
+    from gpuscope.core.io import check_output_folder, output_folder, write_json, write_table
+
     if isinstance(runs_dirs, (str, Path)):
         runs_dirs = [runs_dirs]
     if traces not in ("none", "all", "auto"):
         raise InputError(f"traces must be none, all or auto, not {traces!r}")
-    labels, metas, paths, usage = _collect(list(runs_dirs), method, progress)
     out = Path(out_dir)
+    check_output_folder(out, COMMAND, runs_dirs, what="dataset folder", legacy=_legacy)
+    labels, metas, paths, usage = _collect(list(runs_dirs), method, progress)
     _check_target(out, metas[0].device, metas[0].provenance)
-    tmp = out.parent / f".{out.name}.building-{os.getpid()}"
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        labels.to_parquet(tmp / "labels.parquet", index=False)
+    with output_folder(out, COMMAND, runs_dirs, what="dataset folder", legacy=_legacy) as tmp:
+        write_table(labels, tmp / "labels.parquet", what="labels", check=False)
         n_graphs, errors = _encode_graphs(metas, tmp, progress, cache_dir) if graphs else (0, {})
         kind = _copy_traces(paths, metas, tmp, traces)
         manifest = _manifest(labels, metas, list(runs_dirs), method, n_graphs, errors, kind,
@@ -255,45 +261,29 @@ def build_dataset(
         n_runs = sum(len(trace_paths(d)) for d in runs_dirs)
         manifest["duplicate_runs"] = n_runs - len(metas)
         manifest["host_busy_runs"] = sum(bool(m.host_busy) for m in metas)
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        write_json(tmp / "manifest.json", manifest, what="manifest", check=False,
+                   sort_keys=True)
         (tmp / "MANIFEST.md").write_text(_manifest_md(manifest))
-        _swap_into_place(tmp, out)
-    except OSError as e:
-        raise InputError(f"cannot write dataset {out}: {e.strerror or e}") from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return manifest
 
 
+def _legacy(folder: Path) -> bool:
+    """A dataset folder written before output records existed: only a dataset's files."""
+    files = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()]
+    return (folder / "manifest.json").is_file() and all(
+        f in DATASET_FILES or (f.startswith("traces/") and f.endswith(".parquet")
+                               and f.count("/") == 1) for f in files)
+
+
 def _check_target(out: Path, device: str, provenance: str) -> None:
-    """An existing ``out`` is replaced only when it is empty or a dataset of ``device`` and
-    ``provenance``, else one :class:`InputError` line."""
-    if out.exists() and not out.is_dir():
-        raise InputError(f"dataset folder {out} is a file; refusing to overwrite it")
-    if not out.is_dir() or not any(out.iterdir()):
-        return
+    """An existing dataset folder is replaced only by runs of its device and provenance."""
+    from gpuscope.core.io import read_json
+
     mp = out / "manifest.json"
-    try:
-        m = json.loads(mp.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        raise InputError(f"{out} exists and is not a gpuscope dataset (no readable "
-                         "manifest.json); refusing to overwrite it") from None
+    if not mp.is_file():
+        return
+    m = read_json(mp, "dataset manifest")
     have = (m.get("device"), m.get("provenance")) if isinstance(m, dict) else (None, None)
     if have != (device, provenance):
         raise InputError(f"{out} is a dataset of {have[0]!r} ({have[1]}); refusing to "
                          f"overwrite it with {provenance} runs of {device!r}")
-
-
-def _swap_into_place(tmp: Path, out: Path) -> None:
-    """Rename the finished ``tmp`` to ``out``; an old ``out`` is moved aside first and
-    deleted only once the new folder is in place (a crash leaves one of them whole)."""
-    old = out.parent / f".{out.name}.old-{os.getpid()}"
-    if out.is_dir():
-        os.replace(out, old)
-    try:
-        os.replace(tmp, out)
-    except BaseException:
-        if old.is_dir() and not out.exists():
-            os.replace(old, out)
-        raise
-    shutil.rmtree(old, ignore_errors=True)

@@ -56,27 +56,47 @@ LOCK_NAME = ".campaign.lock"
 
 @contextlib.contextmanager
 def campaign_lock(runs_dir: str | Path) -> Iterator[Path]:
-    """Hold an exclusive ``flock`` on ``<runs_dir>/.campaign.lock``: a second
-    campaign in the same folder gets one :class:`InputError` line naming the holder. The
-    kernel drops the lock when its holder dies, even by SIGKILL: no stale lock to clean."""
+    """Hold an exclusive ``flock`` on ``<runs_dir>/.campaign.lock``: a second campaign in the
+    same folder gets one :class:`InputError` line naming the holder. The kernel drops the
+    lock when its holder dies, even by SIGKILL: no stale lock to clean. A runs folder this
+    call created is removed again when the campaign fails before recording a run (a full
+    disk, Ctrl-C at the start): no empty partial output is left."""
     d = Path(runs_dir)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        fd = os.open(d / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as e:
-        raise InputError(f"cannot lock runs folder {d}: {e.strerror}") from None
+    top = d
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    created: Path | None = None if top.exists() else top
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            raise InputError(f"runs folder {d} is in use by another campaign (pid {holder}); "
-                             "wait for it or use another --out") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield d / LOCK_NAME
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+            d.mkdir(parents=True, exist_ok=True)
+            fd = os.open(d / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            from gpuscope.core.io import write_error
+
+            raise write_error(e, "runs folder", d, d if d.exists() else None) from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+                raise InputError(f"runs folder {d} is in use by another campaign (pid "
+                                 f"{holder}); wait for it or use another --out") from None
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            except OSError as e:
+                from gpuscope.core.io import write_error
+
+                raise write_error(e, "runs folder lock", d / LOCK_NAME, d) from None
+            yield d / LOCK_NAME
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+    except BaseException:
+        if created is not None and not any((d / "traces").glob("*.parquet")):
+            import shutil
+
+            shutil.rmtree(created, ignore_errors=True)
+        raise
 
 
 class Ledger:
@@ -85,21 +105,36 @@ class Ledger:
 
     ``device`` / ``provenance``: the campaign about to write here. The folder's
     recorded runs must be of that device and provenance, else :class:`InputError`;
-    ``done_ids`` and ``record`` then work on that key only."""
+    ``done_ids`` and ``record`` then work on that key only.
+
+    ``readonly``: the ledger of an input (``build-dataset``, ``profile label``): opened with
+    SQLite's ``mode=ro`` when a write-ahead log holds runs not yet merged (a killed
+    campaign), else ``immutable=1``, so reading it never writes into the folder (works on a
+    read-only mount), and a database without gpuscope's ``runs`` table is refused."""
 
     def __init__(self, path: str | Path, device: str | None = None,
-                 provenance: str | None = None) -> None:
+                 provenance: str | None = None, readonly: bool = False) -> None:
         self.path = Path(path)
         self.device, self.provenance = device, provenance
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            # isolation_level=None: explicit BEGIN/COMMIT, so each record is one transaction.
-            self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute(_SCHEMA)
+            if readonly:
+                self._conn = _open_readonly(self.path)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # isolation_level=None: explicit BEGIN/COMMIT, so each record is one transaction.
+                self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=FULL")
+                self._conn.execute(_SCHEMA)
+            cols = [r[1] for r in self._conn.execute("PRAGMA table_info(runs)")]
         except sqlite3.DatabaseError as e:
             raise InputError(f"cannot open ledger {self.path}: {e}") from None
+        except OSError as e:
+            raise InputError(f"cannot open ledger {self.path}: {e.strerror or e}") from None
+        if not set(RUN_COLUMNS) <= set(cols):
+            self._conn.close()
+            raise InputError(f"{self.path} is not a gpuscope ledger (no runs table with "
+                             f"{', '.join(RUN_COLUMNS[:3])}, ...)")
         if device is not None or provenance is not None:
             self._check_binding()
 
@@ -167,17 +202,23 @@ class Ledger:
             str(tp), graph_key, meta.to_json(),
             datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
-        self._conn.execute("BEGIN IMMEDIATE")
         try:
-            self._conn.execute(
-                f"INSERT OR REPLACE INTO runs ({', '.join(RUN_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
-                row,
-            )
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(
+                    f"INSERT OR REPLACE INTO runs ({', '.join(RUN_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
+                    row,
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as e:  # "database or disk is full", a read-only folder
+            full = "full" in str(e)
+            raise InputError(f"cannot record run {meta.run_id} in {self.path}: "
+                             + ("the disk is full (No space left on device)" if full
+                                else str(e))) from None
 
     def runs(self) -> pd.DataFrame:
         """All recorded runs, one row each, ordered by record time; ``trace_path`` absolute."""
@@ -195,6 +236,26 @@ class Ledger:
 
     def __len__(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection to an input ledger that writes nothing beside it (see
+    :class:`Ledger`)."""
+    from urllib.parse import quote
+
+    from gpuscope.core.io import check_input_file
+
+    check_input_file(path, "ledger")
+    uri = f"file:{quote(str(path.resolve()))}"
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        try:
+            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30.0)
+            conn.execute("SELECT 1 FROM sqlite_master").fetchall()
+            return conn
+        except sqlite3.OperationalError:  # a read-only mount: read what was merged
+            pass
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True)
 
 
 def job_graph_key(job: dict) -> str:
@@ -216,7 +277,7 @@ def trace_paths(runs_dir: str | Path) -> list[Path]:
     d = Path(runs_dir)
     ledger_path = d / "ledger.sqlite"
     if ledger_path.is_file():
-        with Ledger(ledger_path) as ledger:
+        with Ledger(ledger_path, readonly=True) as ledger:
             paths = [Path(p) for p in ledger.runs()["trace_path"]]
         for p in paths:
             if not p.is_file():

@@ -71,8 +71,9 @@ def plot_trace(df: pd.DataFrame, meta: TraceMeta, out: str | Path,
         fontsize=9,
     )
     fig.tight_layout(rect=(0, 0, 1, 0.93))
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    from gpuscope.core.io import write_figure
+
+    try:
+        return write_figure(fig, out)
+    finally:
+        plt.close(fig)

@@ -24,7 +24,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -99,16 +98,23 @@ def _command(opts: RunOptions, job_file: Path, loss_log: Path) -> list[str]:
     return cmd
 
 
+def _tail(path: Path, size: int = 1 << 20) -> str:
+    """The last ``size`` bytes of a job's output (its last lines say how it ended; a job
+    that prints gigabytes is not read whole)."""
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - size))
+        return fh.read().decode("utf-8", errors="replace")
+
+
 def keep_loss_log(loss_log: Path, trace_path: Path, run_id: str) -> str | None:
     """Copy the run's per-step loss log beside its trace, ``<runs>/losses/<run_id>.csv``
     (atomically); returns that path relative to the run folder, or None without a log."""
     if not loss_log.exists() or loss_log.stat().st_size == 0:
         return None
+    from gpuscope.core.io import read_bytes, write_bytes
+
     dest = trace_path.parent.parent / "losses" / f"{run_id}.csv"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    tmp.write_bytes(loss_log.read_bytes())
-    tmp.replace(dest)
+    write_bytes(dest, read_bytes(loss_log, "loss log"), what="loss log", check=False)
     return f"losses/{run_id}.csv"
 
 
@@ -190,8 +196,9 @@ def run_job(
 ) -> TraceMeta:
     """Run ``job`` once, sample it, write its trace to ``trace_path``; return its metadata."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    with tempfile.TemporaryDirectory(prefix="gpuscope-run-") as tmp:
-        tmpd = Path(tmp)
+    from gpuscope.core.io import temp_dir
+
+    with temp_dir("run") as tmpd:
         job_file, loss_log = tmpd / "job.json", tmpd / "loss.log"
         job_file.write_text(json.dumps(job.to_dict()))
         out_path, err_path = tmpd / "stdout", tmpd / "stderr"
@@ -230,8 +237,7 @@ def run_job(
                 raise
             exec_time_s = time.monotonic() - t0
             df = sampler.stop()
-        stdout = out_path.read_text(errors="replace")
-        stderr = err_path.read_text(errors="replace")
+        stdout, stderr = _tail(out_path), _tail(err_path)
         kept = keep_loss_log(loss_log, Path(trace_path), job.key)
     result = _last_json_line(stdout)
     busy_frac, busy = host_busy(df.get("cpu_util"), df.get("proc_cpu_util"), before)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import gc
+import io
 import math
 import statistics
 import sys
@@ -118,11 +119,13 @@ def measure_jobs(jobs: list[JobSpec], out: str | Path, device: str = "cuda",
     of rows written."""
     from tqdm import tqdm
 
-    out = Path(out)
+    from gpuscope.core.io import check_output, read_text
+
+    out = check_output(out, what="step-time table")  # appended to: never a link or FIFO
     done: set[tuple[str, str]] = set()
     if out.exists():
-        with out.open(newline="") as fh:
-            done = {(r["job"], r["precision"]) for r in csv.DictReader(fh)}
+        rows = csv.DictReader(io.StringIO(read_text(out, "step-time table")))
+        done = {(r.get("job", ""), r.get("precision", "")) for r in rows}
     todo = [j for j in jobs if (j.graph_key, j.precision) not in done]
     new = not out.exists()
     t_start = time.perf_counter()

@@ -11,7 +11,7 @@ import argparse
 from dataclasses import replace
 
 from gpuscope.core.errors import InputError
-from gpuscope.core.io import check_output
+from gpuscope.core.io import check_output_folder, output_folder
 from gpuscope.core.limits import pos_float_or_inf, pos_int
 
 
@@ -27,7 +27,7 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError("give -o/--output OUT")
     if args.max_it is not None and args.max_it < 1:
         raise InputError(f"--max-it must be >= 1, got {args.max_it}")
-    check_output(args.output, [args.instance], kind="dir", what="results folder")
+    check_output_folder(args.output, "schedule", [args.instance], what="results folder")
     p = load_problem(args.instance)
     over = {k: v for k, v in (("placement", args.placement), ("interval", args.interval),
                               ("H", args.horizon)) if v is not None}
@@ -40,14 +40,14 @@ def _run(args: argparse.Namespace) -> int:
     kw["repack"] = args.repack
     res = simulate(p, make_method(args.method, seed=args.seed, **kw), progress=not args.quiet,
                    full_log=args.full_log)
-    write_results(res, args.output, {"instance": str(args.instance), "seed": args.seed,
-                                     "tjng_source": p.params.tjng_source,
-                                     "method_name": args.method, "pr_objective": args.pr_objective,
-                                     "proxy": args.proxy,
-                                     "candidates": args.candidates or 1,
-                                     "repack": args.repack is not False,
-                                     "placement": p.params.placement,
-                                     "interval_s": str(p.params.interval), "horizon_s": p.params.H})
+    with output_folder(args.output, "schedule", [args.instance], what="results folder") as tmp:
+        write_results(res, tmp, {"instance": str(args.instance), "seed": args.seed,
+                                 "tjng_source": p.params.tjng_source,
+                                 "method_name": args.method, "pr_objective": args.pr_objective,
+                                 "proxy": args.proxy, "candidates": args.candidates or 1,
+                                 "repack": args.repack is not False,
+                                 "placement": p.params.placement,
+                                 "interval_s": str(p.params.interval), "horizon_s": p.params.H})
     s = res.summary
     print(f"{args.method}: total cost {s['total_cost']:.4f} (execution {s['exec_cost']:.4f}, "
           f"tardiness {s['tardiness_cost']:.4f}), {s['late_jobs']} late jobs, "
@@ -62,9 +62,11 @@ def _generate(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise InputError(f"--jobs must be >= 1, got {args.jobs}")
-    check_output(args.output, [args.source], kind="dir", what="instance folder")
+    check_output_folder(args.output, "schedule generate", [args.source], what="instance folder")
     p = generate(args.source, args.nodes, seed=args.seed, arrivals=args.arrivals, n_jobs=args.jobs)
-    save_problem(p, args.output)
+    with output_folder(args.output, "schedule generate", [args.source],
+                       what="instance folder") as tmp:
+        save_problem(p, tmp)
     print(f"{p.n_jobs} jobs, {p.n_nodes} nodes, {len(p.vm_names)} node types "
           f"({p.params.cost_model} costs) -> {args.output}")
     return 0

@@ -16,7 +16,6 @@ time for a configuration).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.core.errors import InputError
+from gpuscope.core.io import read_csv, read_json, write_json, write_table
+from gpuscope.core.limits import MAX_SECONDS, MAX_WEIGHT, check_number, check_text
 from gpuscope.core.tjng import Instance, read_instance, write_instance
 
 COST_MODELS: tuple[str, ...] = ("vm", "per_gpu_count")
@@ -61,14 +62,15 @@ class Params:
             raise InputError(f"cost_model must be one of {', '.join(COST_MODELS)}, got {self.cost_model!r}")
         if self.placement not in PLACEMENTS:
             raise InputError(f"placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
-        if not self.interval > 0:  # inf allowed (event-driven)
-            raise InputError(f"parameter interval must be > 0 (inf: event-driven), got {self.interval!r}")
+        # inf allowed (event-driven)
+        check_number("parameter interval", self.interval, low=0, low_open=True, allow_inf=True)
         for name in ("rho", "mu", "H"):  # H may be 0 (no look-ahead)
-            v = getattr(self, name)
-            if not np.isfinite(v) or v < 0 or False:
-                raise InputError(f"parameter {name} must be a finite number >= 0, got {v!r}")
-        if self.max_it_rg < 1 or self.sigma < 1:
-            raise InputError("max_it_rg and sigma must be >= 1")
+            high = MAX_SECONDS if name == "H" else MAX_WEIGHT
+            check_number(f"parameter {name}", getattr(self, name), low=0, high=high)
+        for name in ("max_it_rg", "sigma", "max_it_pr"):
+            if name != "max_it_pr" or self.max_it_pr is not None:
+                check_number(f"parameter {name}", getattr(self, name), integer=True, low=1)
+        check_text("parameter tjng_source", self.tjng_source)
 
 
 @dataclass
@@ -220,15 +222,15 @@ def load_problem(directory: str | Path, params: Params | None = None) -> Problem
     inst = read_instance(d)
     if params is None:
         params = Params()
-        if (d / PARAMS_FILE).is_file():
+        if (d / PARAMS_FILE).exists():
+            raw = read_json(d / PARAMS_FILE, f"instance {d}: parameter file", kind=dict)
             try:
-                raw = json.loads((d / PARAMS_FILE).read_text())
                 params = Params(**raw)
-            except (json.JSONDecodeError, TypeError) as e:
+            except (TypeError, ValueError) as e:
                 raise InputError(f"instance {d}: bad {PARAMS_FILE}: {e}") from None
     node_types = None
-    if (d / NODE_TYPES_FILE).is_file():
-        nt = pd.read_csv(d / NODE_TYPES_FILE, dtype=str)
+    if (d / NODE_TYPES_FILE).exists():
+        nt = read_csv(d / NODE_TYPES_FILE, f"instance {d}: node-type file", dtype=str)
         if list(nt.columns) != ["Nodes", "VMtype"] or list(nt["Nodes"]) != inst.nodes:
             raise InputError(f"instance {d}: {NODE_TYPES_FILE} must list tNodes.csv's nodes with their VMtype")
         node_types = nt["VMtype"].tolist()
@@ -238,9 +240,8 @@ def load_problem(directory: str | Path, params: Params | None = None) -> Problem
 def save_problem(p: Problem, directory: str | Path) -> Path:
     """Write the reference folder plus gpuscope's parameter and node-type files."""
     d = write_instance(p.instance, directory)
-    (d / PARAMS_FILE).write_text(json.dumps(asdict(p.params), indent=1) + "\n")
+    write_json(d / PARAMS_FILE, asdict(p.params), what="instance parameters")
     if p.fixed:
-        pd.DataFrame({"Nodes": p.node_names, "VMtype": p.vm_names[p.fixed_vm]}).to_csv(
-            d / NODE_TYPES_FILE, index=False, lineterminator="\n"
-        )
+        write_table(pd.DataFrame({"Nodes": p.node_names, "VMtype": p.vm_names[p.fixed_vm]}),
+                    d / NODE_TYPES_FILE, what="instance node types")
     return d

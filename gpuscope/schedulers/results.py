@@ -23,16 +23,15 @@ Output folder (``gpuscope schedule ... -o OUT``), linear in the number of jobs:
   completes. Rows are sorted by (n_iterate, UniqueJobsID). The reference's GPU-sharing
   columns (``assigned_GPU_f``, ``GPU_ID``) are left out: neither seed shares a GPU.
 
-Files are written to a temporary name and renamed, so a crash never leaves half a file.
+The folder is written as a whole (``gpuscope.core.io.output_folder``): a rerun into it
+replaces every file, and a crash never leaves half a file.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable
 from pathlib import Path
 
+from gpuscope.core.io import write_json, write_table
 from gpuscope.schedulers.simulate import SimResult
 
 SCHEDULE_COLUMNS: tuple[str, ...] = (
@@ -43,24 +42,18 @@ SCHEDULE_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _atomic(path: Path, write: Callable[[Path], object]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def write_results(res: SimResult, out: str | Path, extra: dict | None = None) -> Path:
-    """Write ``res`` into folder ``out`` (created); returns the folder."""
+    """Write ``res`` into folder ``out`` (one the command made: ``gpuscope.core.io.
+    output_folder``); returns the folder."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    _atomic(out / "segments.parquet", lambda f: res.segments.to_parquet(f, index=False))
-    _atomic(out / "slots.parquet", lambda f: res.slots.to_parquet(f, index=False))
-    _atomic(out / "jobs.csv", lambda f: res.jobs.to_csv(f, index=False, lineterminator="\n"))
+    write_table(res.segments, out / "segments.parquet", what="schedule output", check=False)
+    write_table(res.slots, out / "slots.parquet", what="schedule output", check=False)
+    write_table(res.jobs, out / "jobs.csv", what="schedule output", check=False)
     if res.full_log is not None:
         log = res.full_log.loc[:, list(SCHEDULE_COLUMNS)].sort_values(["n_iterate", "UniqueJobsID"],
                                                                        kind="stable")
-        _atomic(out / "schedule.csv", lambda f: log.to_csv(f, index=False, lineterminator="\n",
-                                                             float_format="%.6f"))
+        write_table(log, out / "schedule.csv", what="schedule output", check=False,
+                    float_format="%.6f")
     summary = {**res.summary, "result": "simulated", **(extra or {})}
-    _atomic(out / "summary.json", lambda f: f.write_text(json.dumps(summary, indent=1) + "\n"))
+    write_json(out / "summary.json", summary, what="schedule output", check=False)
     return out

@@ -83,6 +83,9 @@ def _relabel(p: Problem, prev: np.ndarray, node: np.ndarray, conf: np.ndarray) -
 #: Most periodic rescheduling points a simulation may plan (``--interval 0.001`` on
 #: jobs of hours would loop for millions of points); ``$GPUSCOPE_MAX_POINTS`` overrides.
 MAX_POINTS: int = 100_000
+#: Rescheduling points in a row at which neither the clock moves nor a job completes before
+#: the simulation stops with one line (every simulated clock is bounded).
+MAX_STALLED_POINTS: int = 1000
 
 
 def check_points(p: Problem) -> None:
@@ -135,8 +138,9 @@ def simulate(p: Problem, method: object, progress: bool = False, check: bool = T
             segs.append((js, cur_node[js].copy(), cur_conf[js].copy(), seg_start[js].copy(),
                          np.broadcast_to(end, js.shape).copy(), seg_cost[js].copy(), done[js].copy()))
 
-    n_done = 0
+    n_done, stalled = 0, 0
     while n_done < J:
+        done_before = n_done
         p0 = ptr
         while ptr < J and p.submit[arr[ptr]] <= t + 1e-9:
             ptr += 1
@@ -206,6 +210,10 @@ def simulate(p: Problem, method: object, progress: bool = False, check: bool = T
             }, len(q)))
         slots.append((it, t, t_next, int((used > 0).sum()), int(used.sum()), len(li),
                       len(q) - len(li), float(node_cost.sum())))
+        stalled = stalled + 1 if t_next <= t and n_done == done_before else 0
+        if stalled > MAX_STALLED_POINTS:  # t + step == t: times too large for the interval
+            raise InputError(f"the simulated clock stopped at {t:.6g} s (its steps no longer "
+                             "move it); use times below 1e12 s or a longer --interval")
         t, it = t_next, it + 1
     bar.close()
     return _result(p, logs, segs, slots, solve, completion, start, exec_cost, n_pre, n_mig, method)

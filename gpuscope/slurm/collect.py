@@ -16,7 +16,6 @@ GPUs than it has, and that no GPU index was held by two jobs at once.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import subprocess
@@ -29,6 +28,15 @@ from pathlib import Path
 import pandas as pd
 
 from gpuscope.core.errors import InputError
+from gpuscope.core.io import (
+    check_keys,
+    read_csv,
+    read_json,
+    read_text,
+    require_columns,
+    write_json,
+    write_table,
+)
 from gpuscope.slurm.submit import LOG_TAG, SUBMISSION, node_list
 
 _KV = re.compile(r"(\w+)=(\S*)")
@@ -81,7 +89,7 @@ def read_jobcomp(path: str | Path) -> dict[str, dict[str, str]]:
     p = Path(path)
     if not p.is_file():
         return out
-    for line in p.read_text(errors="replace").splitlines():
+    for line in read_text(p, "Slurm job-completion log", lenient=True).splitlines():
         kv = dict(_KV.findall(line))
         if "JobId" in kv:
             out[kv["JobId"]] = kv
@@ -124,8 +132,8 @@ def read_log(path: Path) -> dict[str, str]:
     """The job's own start/end record (empty if the log is not there)."""
     rec: dict[str, str] = {}
     try:
-        text = path.read_text(errors="replace")
-    except OSError:
+        text = read_text(path, "job log", lenient=True)
+    except InputError:
         return rec
     for line in text.splitlines():
         if line.startswith(LOG_TAG + " "):
@@ -139,8 +147,15 @@ def load_submission(out: str | Path) -> tuple[dict, pd.DataFrame]:
     if not p.is_file():
         raise InputError(f"no {SUBMISSION} in {d}: submit a plan there first "
                          "(gpuscope slurm submit / allocate --submit slurm)")
-    meta = json.loads(p.read_text())
-    sub = pd.read_csv(d / meta["record"], dtype={"slurm_job_id": str, "job_id": str})
+    meta = read_json(p, "submission record", kind=dict)
+    check_keys(meta, {"record": str, "t0_epoch": float, "time_scale": float, "plan": str},
+               f"submission record {p}", error=InputError)
+    if Path(meta["record"]).name != meta["record"]:
+        raise InputError(f"submission record {p}: record must name a file in {d}")
+    sub = read_csv(d / meta["record"], "submission table",
+                   dtype={"slurm_job_id": str, "job_id": str})
+    require_columns(sub, ("slurm_job_id", "job_id", "node"), d / meta["record"],
+                    "submission table")
     return meta, sub
 
 
@@ -362,10 +377,8 @@ def collect(out: str | Path, env: Mapping[str, str] | None = None, wait: bool = 
         node_gpus = {s.name: s.gpus for s in load_cluster(meta["cluster_file"]).servers}
     viol = gpu_overcommit(act, node_gpus) if node_gpus is not None else []
     res = Collected(act, cmp, viol, complete)
-    tmp = out / "slurm_actual.csv.tmp"
-    act.to_csv(tmp, index=False, lineterminator="\n")
-    tmp.replace(out / "slurm_actual.csv")
-    (out / "slurm_compare.json").write_text(json.dumps(
-        {**{k: v for k, v in vars(cmp).items()}, "complete": complete,
-         "gpu_violations": viol, "plan": meta["plan"]}, indent=1) + "\n")
+    write_table(act, out / "slurm_actual.csv", what="collected table")
+    write_json(out / "slurm_compare.json", {**{k: v for k, v in vars(cmp).items()},
+                                            "complete": complete, "gpu_violations": viol,
+                                            "plan": meta["plan"]}, what="comparison")
     return sub, res

@@ -13,7 +13,6 @@ and key, never the system's.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import pwd
 import shutil
@@ -75,10 +74,9 @@ class ClusterState:
         return {**os.environ, "SLURM_CONF": str(self.conf), MARKER: self.root}
 
     def save(self) -> None:
-        p = self.layout.state_json
-        tmp = p.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1) + "\n")
-        os.replace(tmp, p)
+        from gpuscope.core.io import write_json
+
+        write_json(self.layout.state_json, asdict(self), what="Slurm state file", check=False)
 
 
 def default_state_dir() -> Path:
@@ -114,10 +112,12 @@ def load_state(state_dir: str | Path | None) -> ClusterState | None:
     p = root / "state.json"
     if not p.is_file():
         return None
+    from gpuscope.core.io import read_json
+
     try:
-        return ClusterState(**json.loads(p.read_text()))
+        return ClusterState(**read_json(p, "Slurm state file", kind=dict))
     except (ValueError, TypeError) as e:
-        raise SlurmError(f"{p} is not a gpuscope Slurm state file: {e}") from None
+        raise SlurmError(f"{p} is not a gpuscope Slurm state file: {str(e)[:200]}") from None
 
 
 def _munge_dir(root: Path) -> Path:

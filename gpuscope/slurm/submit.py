@@ -22,7 +22,6 @@ The submission is written next to the plan's outputs, never over the plan:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shlex
@@ -38,6 +37,7 @@ import pandas as pd
 
 from gpuscope.cluster.config import ClusterConfig
 from gpuscope.core.errors import InputError, SlurmError
+from gpuscope.core.io import make_dirs, write_json, write_table, write_text
 from gpuscope.jobs.spec import JobSpec
 
 SUBMISSION = "slurm_submission.json"
@@ -58,13 +58,10 @@ class Workload:
 
 
 def read_plan(path: str | Path) -> pd.DataFrame:
+    from gpuscope.core.io import read_csv
+
     p = Path(path)
-    if not p.is_file():
-        raise InputError(f"plan file {p} not found")
-    try:
-        df = pd.read_csv(p)
-    except (ValueError, OSError) as e:
-        raise InputError(f"cannot read plan {p}: {e}") from None
+    df = read_csv(p, "plan file", dtype={"job_id": str})
     if "job_id" not in df.columns:
         raise InputError(f"plan {p} has no job_id column")
     if "node" not in df.columns and not {"device", "gpu"} <= set(df.columns):
@@ -75,6 +72,10 @@ def read_plan(path: str | Path) -> pd.DataFrame:
     return df
 
 
+#: Job ids a plan may submit: they name script and log files and appear in shell scripts.
+SAFE_ID = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}"
+
+
 def place(plan: pd.DataFrame, cfg: ClusterConfig) -> pd.DataFrame:
     """Plan rows to run, with ``node``, ``partition``, ``gpu_type``, ``gpus``, planned times."""
     df = plan.copy()
@@ -83,6 +84,10 @@ def place(plan: pd.DataFrame, cfg: ClusterConfig) -> pd.DataFrame:
     if df.empty:
         raise InputError("the plan has no job to run (all rejected or empty)")
     df["job_id"] = df["job_id"].astype(str)
+    bad = ~df["job_id"].str.fullmatch(SAFE_ID)
+    if bad.any():  # ids name files and go into shell scripts: no path or shell syntax
+        raise InputError(f"job_id {df['job_id'][bad].iloc[0][:40]!r} cannot be submitted to "
+                         "Slurm: use letters, digits, '.', '_' and '-' (not first)")
     if "node" not in df.columns or df["node"].isna().any():
         nodes = [n if isinstance(n, str) and n else cfg.instance_node(str(d), int(g)).name
                  for n, d, g in zip(df.get("node", [None] * len(df)), df["device"], df["gpu"])]
@@ -195,7 +200,7 @@ def _command(row: Mapping[str, Any], wl: Workload, scale: float, job_dir: Path) 
     if wl.jobs is not None:
         if jid not in wl.jobs:
             raise InputError(f"job {jid} of the plan is not in the queue")
-        job_json.write_text(json.dumps(wl.jobs[jid].to_dict(), indent=1) + "\n")
+        write_json(job_json, wl.jobs[jid].to_dict(), what="job file")
     if wl.command:
         try:
             return wl.command.format(job_id=jid, job=shlex.quote(str(job_json)),
@@ -228,7 +233,7 @@ def submit_plan(plan: pd.DataFrame, cfg: ClusterConfig, out: str | Path, workloa
     out = Path(out)
     sdir = out / "slurm"
     for d in (sdir / "scripts", sdir / "logs", sdir / "jobs"):
-        d.mkdir(parents=True, exist_ok=True)
+        make_dirs(d)
     deps = dependencies(df)
     cmds = [_command(r, workload, scale, sdir / "jobs") for r in df.to_dict("records")]
     ids: list[str] = []
@@ -239,7 +244,7 @@ def submit_plan(plan: pd.DataFrame, cfg: ClusterConfig, out: str | Path, workloa
         for i, row in enumerate(df.to_dict("records")):
             log = (sdir / "logs" / f"{row['job_id']}-%j.out").resolve()
             script = sdir / "scripts" / f"{row['job_id']}.sbatch"
-            script.write_text(script_text(row, cmds[i], log))
+            write_text(script, script_text(row, cmds[i], log), what="sbatch script")
             argv = ["sbatch", "--parsable", "--kill-on-invalid-dep=no"]
             if deps[i]:
                 argv.append("--dependency=afterany:" + ":".join(ids[k] for k in deps[i]))
@@ -263,24 +268,14 @@ def submit_plan(plan: pd.DataFrame, cfg: ClusterConfig, out: str | Path, workloa
         sub["sleep_s"] = [float(c.split()[1]) if workload.dry else float("nan")
                           for c in cmds[:len(ids)]]
         sub["command"] = cmds[:len(ids)]
-        _atomic_csv(sub, record)
+        write_table(sub, record, what="submission table")
         meta = {"plan": plan_name, "record": record.name, "t0_epoch": t0, "time_scale": scale,
                 "dry_workload": workload.dry, "submitted": len(ids), "planned": len(df),
                 "slurm_conf": (env or os.environ).get("SLURM_CONF"), "cluster": cfg.name,
                 "cluster_file": cluster_file, "state_dir": state_dir, "jobcomp": jobcomp,
                 "submitted_at": time.time()}
-        _atomic_text(json.dumps(meta, indent=1) + "\n", out / SUBMISSION)
+        write_json(out / SUBMISSION, meta, what="submission record")
     return sub
-
-
-def _atomic_text(text: str, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def _atomic_csv(df: pd.DataFrame, path: Path) -> None:
-    _atomic_text(df.to_csv(index=False, lineterminator="\n"), path)
 
 
 def submit(plan: pd.DataFrame | str | Path, out: str | Path, *, cluster: str | None = None,
@@ -309,5 +304,7 @@ def submit(plan: pd.DataFrame | str | Path, out: str | Path, *, cluster: str | N
                       cluster_file=str(Path(cfile).resolve()) if Path(cfile).exists() else cfile,
                       state_dir=st.root if st else None,
                       jobcomp=str(st.layout.jobcomp) if st else None)
-    meta = json.loads((Path(out) / SUBMISSION).read_text())
+    from gpuscope.core.io import read_json
+
+    meta = read_json(Path(out) / SUBMISSION, "submission record", kind=dict)
     return sub, meta

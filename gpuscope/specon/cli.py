@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuscope.core.errors import InputError
-from gpuscope.core.io import check_output
+from gpuscope.core.io import check_output_folder, output_folder
 from gpuscope.core.limits import check_count, pos_float, pos_int
 
 if TYPE_CHECKING:  # the simulator loads only when a subcommand runs
@@ -95,7 +95,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from gpuscope.specon.simulate import run_policies
 
     if args.output:
-        check_output(args.output, kind="dir", what="output folder")
+        check_output_folder(args.output, "specon simulate")
     jobs, cfg = config_from(args)
     res = run_policies(jobs, cfg)
     comps = [compare(res["ds"], res[p]) for p in ("specon", "specon-srpt")]
@@ -108,8 +108,9 @@ def _simulate(args: argparse.Namespace) -> int:
                    "ds": {"avg_jct_s": res["ds"].avg_jct_s, "makespan_s": res["ds"].makespan_s},
                    **{c.policy: {**asdict(c), "jct_change_pct": c.jct_change_pct,
                                  "makespan_change_pct": c.makespan_change_pct} for c in comps}}
-        files = write_outputs(out, res, summary)
-        files.append(plot_timeline(out / "timeline.png", res, cfg.n_workers, title))
+        with output_folder(out, "specon simulate") as tmp:
+            files = write_outputs(tmp, res, summary)
+            files.append(plot_timeline(tmp / "timeline.png", res, cfg.n_workers, title))
         print(f"wrote {', '.join(f.name for f in files)} -> {out}")
     return 0
 
@@ -122,7 +123,7 @@ def _export(args: argparse.Namespace) -> int:
     if not _K8S_MEM.match(args.memory):
         raise InputError(f"--memory must be a Kubernetes memory quantity (4Gi, 512Mi), "
                          f"got {args.memory!r}")
-    check_output(args.output, [args.source], kind="dir", what="output folder")
+    check_output_folder(args.output, "specon export-k8s", [args.source])
     if args.source:
         jobs_rows, decisions = load_sim_dir(Path(args.source), args.policy)
     else:
@@ -136,8 +137,9 @@ def _export(args: argparse.Namespace) -> int:
 
         jobs_rows = list(csv.DictReader(io.StringIO(jobs_csv(res))))
         decisions = list(csv.DictReader(io.StringIO(decisions_csv(res))))
-    files = export(Path(args.output), jobs_rows, decisions, image=args.image,
-                   nfs_server=args.nfs_server, cpu=args.cpu, memory=args.memory)
+    with output_folder(args.output, "specon export-k8s", [args.source]) as tmp:
+        files = export(tmp, jobs_rows, decisions, image=args.image,
+                       nfs_server=args.nfs_server, cpu=args.cpu, memory=args.memory)
     print(f"{len(jobs_rows)} pods, {sum(1 for d in decisions if d['to_node'])} migrations "
           f"-> {', '.join(f.name for f in files)} in {args.output}")
     return 0

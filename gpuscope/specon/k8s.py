@@ -20,28 +20,55 @@ restore (NVIDIA/cuda-checkpoint#18); application-level checkpoints are the porta
 from __future__ import annotations
 
 import copy
-import csv
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from gpuscope.core.errors import InputError
+from gpuscope.core.io import Column, read_csv, write_text
+from gpuscope.core.limits import MAX_INT, MAX_SECONDS
 
 MOUNT = "/mnt/linuxidc"
 NAMESPACE = "default"
 
 
+#: The columns of a ``specon simulate -o`` folder's tables, checked before any manifest is
+#: written (a job is ``job<N>``, a worker ``worker-<k>`` or its index, times bounded).
+JOB_COLUMNS: tuple[Column, ...] = (
+    Column("job_id", "integer", low=0, high=MAX_INT, nan=False), Column("model", "string"),
+    Column("platform", "string"), Column("arrival_s", low=0, high=MAX_SECONDS, nan=False),
+    Column("finish_s", low=0, high=MAX_SECONDS, nan=False),
+    Column("jct_s", low=0, high=MAX_SECONDS, nan=False), Column("worker_first", "string"),
+    Column("worker_last", "string"), Column("n_moves", "integer", low=0, nan=False))
+DECISION_COLUMNS: tuple[Column, ...] = (
+    Column("time", low=0, high=MAX_SECONDS, nan=False), Column("job", "string"),
+    Column("original_node", "string"), Column("to_node", "string"), Column("kind", "string"))
+_PATTERNS = {"job": r"job\d{1,9}", "worker_first": r"(worker-)?\d{1,6}",
+             "worker_last": r"(worker-)?\d{1,6}", "original_node": r"worker-\d{1,6}",
+             "to_node": r"(worker-\d{1,6})?", "kind": r"M|R|stay",
+             "model": r"[A-Za-z0-9._-]{0,63}", "platform": r"[A-Za-z0-9._-]{0,63}"}
+
+
 def load_sim_dir(folder: Path, policy: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """The ``jobs-<policy>.csv`` and ``decisions-<policy>.csv`` of a ``specon simulate -o`` folder."""
+    """The ``jobs-<policy>.csv`` and ``decisions-<policy>.csv`` of a ``specon simulate -o``
+    folder, each column checked against its contract (one line naming the file, column
+    and row otherwise)."""
     out = []
-    for name in (f"jobs-{policy}.csv", f"decisions-{policy}.csv"):
+    for name, cols in ((f"jobs-{policy}.csv", JOB_COLUMNS),
+                       (f"decisions-{policy}.csv", DECISION_COLUMNS)):
         path = folder / name
-        try:
-            with path.open(newline="") as fh:
-                out.append(list(csv.DictReader(fh)))
-        except OSError as e:
-            raise InputError(f"cannot read {path}: {e.strerror}") from None
+        text_cols = {c.name: str for c in cols if c.kind == "string"}
+        df = read_csv(path, "SpeCon table", columns=cols, dtype=text_cols,
+                      keep_default_na=False)
+        for c, pattern in _PATTERNS.items():
+            if c in df.columns:
+                bad = ~df[c].astype(str).str.fullmatch(pattern)
+                if bad.any():
+                    i = int(bad.to_numpy().argmax())
+                    raise InputError(f"SpeCon table {path}, column {c!r}: row {i + 1} is not "
+                                     f"of the form {pattern} ({str(df[c].iloc[i])[:40]!r})")
+        out.append([{k: str(v) for k, v in r.items()} for r in df.to_dict("records")])
     return out[0], out[1]
 
 
@@ -120,10 +147,8 @@ def plan(jobs: list[dict[str, str]], decisions: list[dict[str, str]], image: str
 
 
 def _write(path: Path, docs: list[dict[str, Any]]) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    tmp.replace(path)
-    return path
+    return write_text(path, yaml.safe_dump_all(docs, sort_keys=False), what="manifest",
+                      check=False)
 
 
 def export(out: Path, jobs: list[dict[str, str]], decisions: list[dict[str, str]],
@@ -132,7 +157,6 @@ def export(out: Path, jobs: list[dict[str, str]], decisions: list[dict[str, str]
     """Write storage.yaml, rbac.yaml, pods.yaml and migration-plan.yaml under ``out``."""
     if not jobs:
         raise InputError("no jobs to export")
-    out.mkdir(parents=True, exist_ok=True)
     pods = [pod(j, node_name(j["worker_first"]), image, cpu, memory) for j in jobs]
     return [_write(out / "storage.yaml", storage(nfs_server)), _write(out / "rbac.yaml", rbac()),
             _write(out / "pods.yaml", pods),

@@ -13,6 +13,7 @@ bounds ≥ 0 and later points weighted more (segment k of 4 gets weight 4^k, giv
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,8 +113,12 @@ def fit(p: np.ndarray, loss: np.ndarray, source: str = "fit") -> LossCurve:
     def model(x: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
         return c + 1.0 / (a * x + b)
 
-    (a, b, c), _ = curve_fit(model, p, loss, p0=guess, sigma=sigma, bounds=(0, np.inf),
-                             maxfev=20000)
+    try:
+        (a, b, c), _ = curve_fit(model, p, loss, p0=guess, sigma=sigma, bounds=(0, np.inf),
+                                 maxfev=20000)
+    except (RuntimeError, ValueError) as e:  # no convergence, or values it cannot fit
+        raise InputError(f"{source}: the loss curve cannot be fitted "
+                         f"({str(e).splitlines()[0][:120]})") from None
     resid = loss - model(p, a, b, c)
     tail = resid[p >= 0.5]
     noise = float(np.std(tail) / max(abs(np.mean(loss[p >= 0.5])), 1e-12)) if len(tail) > 1 else 0.0
@@ -123,23 +128,25 @@ def fit(p: np.ndarray, loss: np.ndarray, source: str = "fit") -> LossCurve:
 def read_loss_log(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """A ``step, epoch, t_s, loss`` CSV (the workloads entry point's loss log) as
     (progress = step / last step, loss)."""
+    from gpuscope.core.io import read_text
+    from gpuscope.core.limits import MAX_INT, parse_number
+
     path = Path(path)
-    try:
-        with path.open(newline="") as fh:
-            rows = list(csv.DictReader(fh))
-    except OSError as e:
-        raise InputError(f"cannot read loss log {path}: {e.strerror}") from None
+    rows = list(csv.DictReader(io.StringIO(read_text(path, "loss log"))))
     if not rows or "step" not in rows[0] or "loss" not in rows[0]:
         raise InputError(f"{path}: expected a CSV with columns step, loss")
     pts = []
-    for r in rows:  # a run killed mid-write leaves a partial last row: skip unreadable rows
+    for r in rows:  # a run killed mid-write leaves a partial last row; a diverged run NaN
         try:
-            pts.append((float(r["step"]), float(r["loss"])))
+            pts.append((parse_number(r["step"], low=0, high=MAX_INT),
+                        parse_number(r["loss"], low=-1e30, high=1e30)))
         except (TypeError, ValueError):
             continue
     if not pts:
         raise InputError(f"{path}: no readable step, loss rows")
-    step, loss = (np.array(v) for v in zip(*pts, strict=True))
+    step, loss = (np.array(v, dtype=np.float64) for v in zip(*pts, strict=True))
+    if not step.max() > 0:
+        raise InputError(f"{path}: every step is 0; a loss log needs steps > 0")
     return step / step.max(), loss
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,18 +70,18 @@ def format_table(ds: SimResult, comps: Sequence[Comparison], title: str) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", newline="") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    from gpuscope.core.io import write_text
+
+    write_text(path, text, what="SpeCon output", check=False)
 
 
 def _csv(rows: list[list[object]]) -> str:
     import io
 
+    from gpuscope.core.io import escape_cell
+
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(rows)
+    csv.writer(buf, lineterminator="\n").writerows([[escape_cell(v) for v in r] for r in rows])
     return buf.getvalue()
 
 
@@ -141,12 +139,12 @@ def plot_timeline(path: Path, results: dict[str, SimResult], n_workers: int, tit
     axes[-1, 0].set_xlabel("time (s)  [emulated: co-location simulator; red M / purple R moves]")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    from gpuscope.core.io import write_figure
+
+    try:
+        return write_figure(fig, path, what="timeline", check=False)
+    finally:
+        plt.close(fig)
 
 
 __all__ = ["Comparison", "compare", "decisions_csv", "format_table", "jobs_csv", "plot_timeline",

@@ -56,17 +56,15 @@ def load_factory(module: str) -> Callable[..., Any]:
         sys.path.insert(0, str(path.resolve().parent))  # sibling imports work as in a script
         try:
             spec.loader.exec_module(mod)
-        except Exception as e:  # noqa: BLE001 - any error in user code is bad input
-            raise InputError(f"module file {target} failed to import: "
-                             f"{type(e).__name__}: {_first_line(e)}") from None
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - any error in user code is bad input
+            raise InputError(f"module file {target} failed to import: {_why(e)}") from None
         finally:
             sys.path.remove(str(path.resolve().parent))
     else:
         try:
             mod = importlib.import_module(target)
-        except Exception as e:  # noqa: BLE001
-            raise InputError(f"cannot import module {target!r}: "
-                             f"{type(e).__name__}: {_first_line(e)}") from None
+        except (Exception, SystemExit) as e:  # noqa: BLE001
+            raise InputError(f"cannot import module {target!r}: {_why(e)}") from None
     fn = getattr(mod, name, None)
     if fn is None or not callable(fn):
         raise InputError(f"{target} has no callable {name!r}")
@@ -78,8 +76,26 @@ def _first_line(e: BaseException) -> str:
     return text[0] if text else type(e).__name__
 
 
+def _why(e: BaseException) -> str:
+    if isinstance(e, SystemExit):
+        return f"SystemExit (it called sys.exit({e.code!r}))"
+    return f"{type(e).__name__}: {_first_line(e)}"
+
+
 def call_factory(module: str, dataset: DatasetSpec | None = None) -> tuple[nn.Module, str | None]:
-    """Call ``module``'s factory; returns ``(model, dataset string of its input spec or None)``."""
+    """Call ``module``'s factory; returns ``(model, dataset string of its input spec or None)``.
+
+    The factory first runs once in a forked child (:func:`gpuscope.workloads.isolate.probe`,
+    once per module source): user code that calls ``sys.exit()``, ``os._exit()`` or
+    ``os.abort()``, crashes the interpreter or raises is one ``InputError`` line naming the
+    module, and this process lives on."""
+    from gpuscope.workloads.isolate import probe
+
+    probe(module, lambda: _call(module, dataset))
+    return _call(module, dataset)
+
+
+def _call(module: str, dataset: DatasetSpec | None) -> tuple[nn.Module, str | None]:
     fn = load_factory(module)
     try:
         params = [p for p in inspect.signature(fn).parameters.values()
@@ -90,8 +106,8 @@ def call_factory(module: str, dataset: DatasetSpec | None = None) -> tuple[nn.Mo
         out: Any = construct(lambda: fn(dataset) if params else fn())
     except InputError:
         raise
-    except Exception as e:  # noqa: BLE001
-        raise InputError(f"factory {module} raised {type(e).__name__}: {_first_line(e)}") from None
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - user code: one line
+        raise InputError(f"factory {module} raised {_why(e)}") from None
     inputs: Any = None
     if isinstance(out, dict):
         out, inputs = out.get("model"), out.get("inputs")
@@ -164,12 +180,9 @@ def hf_config(spec: str) -> Any:
     except ImportError:
         raise InputError("--hf needs the transformers package (pip install gpuscope[hf])") from None
     if spec.endswith(".json"):
-        try:
-            d = json.loads(Path(spec).read_text())
-        except OSError as e:
-            raise InputError(f"cannot read HF config {spec}: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise InputError(f"HF config {spec} is not valid JSON: {e.msg}") from None
+        from gpuscope.core.io import read_json
+
+        d = read_json(spec, "HF config", kind=dict)
         arch = str(d.get("model_type")) if isinstance(d, dict) else ""
         if arch not in CONFIG_MAPPING:
             raise InputError(f"HF config {spec}: unknown or missing model_type {arch!r}")

@@ -32,20 +32,22 @@ def graph_fingerprint(graph: OpGraph) -> str:
 def stamp_manifest(dataset_dir: str | Path, fingerprints: Mapping[str, str],
                    version: str = EMULATOR_VERSION) -> dict[str, Any]:
     """Add ``emulator_version`` and ``graph_fingerprints`` to the dataset's manifest.json."""
+    from gpuscope.core.io import read_json, write_json
+
     path = Path(dataset_dir) / "manifest.json"
-    m = json.loads(path.read_text())
+    m = read_json(path, "dataset manifest", kind=dict)
     m["emulator_version"] = version
     m["graph_fingerprints"] = dict(sorted(fingerprints.items()))
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(m, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
-    return m
+    write_json(path, m, what="dataset manifest", sort_keys=True, check=False)
+    return dict(m)
 
 
 def bundle_is_current(dataset_dir: str | Path, graphs: Mapping[str, OpGraph]) -> list[str]:
     """Reasons the bundle at ``dataset_dir`` no longer matches the code (empty: current).
     ``graphs``: freshly exported graphs by graph key, compared with the manifest's."""
-    m = json.loads((Path(dataset_dir) / "manifest.json").read_text())
+    from gpuscope.core.io import read_json
+
+    m = read_json(Path(dataset_dir) / "manifest.json", "dataset manifest", kind=dict)
     out = []
     if m.get("emulator_version") != EMULATOR_VERSION:
         out.append(f"emulator_version {m.get('emulator_version')!r} != {EMULATOR_VERSION!r}")

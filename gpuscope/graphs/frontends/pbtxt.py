@@ -109,3 +109,5 @@ def parse_text_proto(text: str) -> dict[str, list[Any]]:
         return message(None)
     except IndexError:
         raise InputError("text proto: unexpected end of file") from None
+    except RecursionError:
+        raise InputError("text proto: messages nested too deeply") from None

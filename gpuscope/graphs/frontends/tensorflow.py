@@ -125,11 +125,10 @@ def keras_train_step_graph(model: Any, input_shape: tuple[int, ...], num_classes
 
 def read_graphdef(path: str | Path) -> OpGraph:
     """Read a ``.pb`` (binary) or ``.pbtxt`` (text) GraphDef file into an OpGraph."""
+    from gpuscope.core.io import read_bytes
+
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read graph file {path}: {e.strerror}") from None
+    data = read_bytes(path, "graph file")
     tf = _tf()
     binary = path.suffix.lower() == ".pb"
     if tf is None:
@@ -153,7 +152,7 @@ def read_graphdef(path: str | Path) -> OpGraph:
             graph_def.ParseFromString(data)
         else:
             text_format.Parse(data.decode("utf-8"), graph_def)
-    except (DecodeError, text_format.ParseError, UnicodeDecodeError) as e:
+    except (DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError) as e:
         kind = "binary" if binary else "text"
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputError(f"graph file {path} is not a valid {kind} GraphDef: {msg}") from None

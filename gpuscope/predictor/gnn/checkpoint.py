@@ -26,12 +26,16 @@ import torch
 
 from gpuscope import __version__
 from gpuscope.core.errors import CheckpointError
+from gpuscope.core.io import check_keys
 from gpuscope.core.targets import TARGET_SETS
 from gpuscope.predictor.checkpoint import FORMAT, read_checkpoint_dict, save_checkpoint_dict
 from gpuscope.predictor.gnn.model import DriplePredictorNet, ModelConfig
 from gpuscope.predictor.scaling import MinMaxLabels, Standardizer
 
 FORMAT_VERSION = 1
+#: The keys (and types) of a version-1 checkpoint, checked before the network is built.
+GNN_KEYS: dict[str, Any] = {"state_dict": dict, "config": dict, "labels": dict,
+                            "features": dict, "contexts": dict, "vocab": str}
 
 
 @dataclass
@@ -104,6 +108,7 @@ def load_checkpoint(path: str | Path, targets: str | tuple[str, ...] | None = No
             f"checkpoint {path} has format version {obj.get('format_version')!r} "
             f"(written by gpuscope {obj.get('gpuscope_version')}); this gpuscope reads "
             f"version {FORMAT_VERSION}: retrain it with `gpuscope train`")
+    check_keys(obj, GNN_KEYS, f"checkpoint {path}")
     got = tuple(obj.get("targets", ()))
     if targets is not None:
         want = tuple(TARGET_SETS[targets]) if isinstance(targets, str) else tuple(targets)
@@ -136,7 +141,7 @@ def load_checkpoint(path: str | Path, targets: str | tuple[str, ...] | None = No
             train=dict(obj.get("train", {})),
             encoding=dict(obj.get("encoding", {"k": 100, "features": "driple"})),
             domain=dict(obj["domain"]) if obj.get("domain") else None)
-    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(f"checkpoint {path} is corrupt ({first[:120]})") from None
     net.eval()

@@ -23,7 +23,13 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from gpuscope.core.errors import InputError
-from gpuscope.core.provenance import check_folder_labels, check_label_rows, manifest_of
+from gpuscope.core.io import read_bytes, read_parquet, read_text
+from gpuscope.core.provenance import (
+    LABEL_COLUMNS,
+    check_folder_labels,
+    check_label_rows,
+    manifest_of,
+)
 from gpuscope.jobs.spec import JobSpec
 
 #: Label columns that identify a run's job (design.md, Labels).
@@ -146,7 +152,7 @@ def file_fingerprint(paths: list[Path]) -> str:
     h = hashlib.sha256()
     for p in paths:
         h.update(p.name.encode())
-        h.update(p.read_bytes())
+        h.update(read_bytes(p, "dataset file"))
     return h.hexdigest()[:16]
 
 
@@ -166,12 +172,9 @@ def load_dataset(path: str | Path) -> PredictorData:
     path = Path(path)
     labels_p, graphs_p = path / "labels.parquet", path / "graphs.parquet"
     for p in (labels_p, graphs_p):
-        if not p.is_file():
+        if not p.exists():
             raise InputError(f"dataset {path}: {p.name} is missing")
-    try:
-        labels = pd.read_parquet(labels_p)
-    except Exception as e:  # noqa: BLE001 - any parquet failure is the same user problem
-        raise InputError(f"dataset {path}: cannot read labels.parquet ({e})") from None
+    labels = read_parquet(labels_p, "labels", schema=LABEL_COLUMNS)
     need = {"graph_key", "device", "status", *JOB_COLUMNS[:5]}
     missing = sorted(need - set(labels.columns))
     if missing:
@@ -187,7 +190,7 @@ def load_dataset(path: str | Path) -> PredictorData:
         from gpuscope.graphs import OpVocabulary
 
         OpVocabulary.load(path / "vocab.json")  # a corrupt one is one line now, not in predict
-        vocab_json = (path / "vocab.json").read_text()
+        vocab_json = read_text(path / "vocab.json", "op vocabulary")
     # Every row's device and provenance, never row 0's (one line when mixed).
     device, provenance = check_folder_labels(labels, path)
     check_label_rows(labels, f"dataset {path}")

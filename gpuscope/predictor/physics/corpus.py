@@ -225,11 +225,11 @@ def build_corpus(out: str | Path, devices: Sequence[str], archs: Sequence[Arch],
     """Build (or resume) the corpus under ``out``; returns a summary."""
     from tqdm.auto import tqdm
 
+    from gpuscope.core.io import make_dirs, read_parquet, write_json, write_table
     from gpuscope.predictor.physics.model import emulator_version
 
     out = Path(out)
-    parts = out / "parts"
-    parts.mkdir(parents=True, exist_ok=True)
+    parts = make_dirs(out / "parts")
     builder = builder or FeatureBuilder()
     ver, key = emulator_version(), build_key()
     t0 = time.perf_counter()
@@ -248,19 +248,15 @@ def build_corpus(out: str | Path, devices: Sequence[str], archs: Sequence[Arch],
             failed.append(f"{a.arch}: {type(e).__name__}: {str(e)[:100]}")
             continue
         df["emulator_version"] = ver
-        tmp = p.with_name(p.name + ".tmp")
-        df.to_parquet(tmp, index=False)
-        tmp.replace(p)
+        write_table(df, p, what="corpus part", check=False)
         done += 1
         bar.set_postfix(done=done, failed=len(failed))
     # rows in the architectures' order: the same corpus whatever the part names' hashes
     files = [f for f in dict.fromkeys(parts / _part_name(a, key) for a in archs) if f.is_file()]
     if not files:
         raise InputError(f"corpus {out}: no architecture could be built")
-    corpus = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
-    tmp = out / "corpus.parquet.tmp"
-    corpus.to_parquet(tmp, index=False)
-    tmp.replace(out / "corpus.parquet")
+    corpus = pd.concat([read_parquet(f, "corpus part") for f in files], ignore_index=True)
+    write_table(corpus, out / "corpus.parquet", what="corpus", check=False)
     summary = {"architectures": int(corpus["arch"].nunique()),
                "families": int(corpus["family"].nunique()), "rows": len(corpus),
                "devices": sorted(set(corpus["device"])), "built_now": done,
@@ -269,5 +265,5 @@ def build_corpus(out: str | Path, devices: Sequence[str], archs: Sequence[Arch],
                "seconds": round(time.perf_counter() - t0, 1), "provenance": "emulated",
                "labels": "exec_time_s and status from gpuscope.emulator.estimate (no traces)",
                "feature_columns": len(FEATURES) + len(ANALYTIC_COLUMNS)}
-    (out / "corpus.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_json(out / "corpus.json", summary, what="corpus summary", check=False)
     return summary

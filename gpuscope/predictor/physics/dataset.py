@@ -163,10 +163,12 @@ def load_physics(paths: Sequence[str | Path], builder: FeatureBuilder | None = N
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_parquet(path)
-    except Exception as e:  # noqa: BLE001 - any parquet failure is the same user problem
-        raise InputError(f"cannot read {path} ({type(e).__name__})") from None
+    """Labels (or a corpus) through the bounded reader, checked against the labels'
+    columns (targets >= 0 and never infinite, counts positive)."""
+    from gpuscope.core.io import read_parquet
+    from gpuscope.core.provenance import LABEL_COLUMNS
+
+    return read_parquet(path, "labels", schema=LABEL_COLUMNS)
 
 
 def from_corpus(df: pd.DataFrame) -> PhysicsData:

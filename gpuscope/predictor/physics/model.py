@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
 from gpuscope import __version__
 from gpuscope.core.errors import CheckpointError, InputError
+from gpuscope.core.io import check_keys
 from gpuscope.core.targets import TARGETS
 from gpuscope.jobs.spec import JobSpec
 from gpuscope.predictor.base import PREDICTION_COLUMNS
@@ -39,6 +41,12 @@ from gpuscope.predictor.physics.features import FeatureBuilder
 from gpuscope.predictor.physics.hybrid import HybridModel, target_space
 
 FORMAT_VERSION = 2
+#: The keys (and types) of a version-2 checkpoint, checked before the model is built.
+PHYSICS_KEYS: dict[str, Any] = {
+    "kind": str, "targets_seen": list, "devices": list, "provenance": str, "train": dict,
+    "model": {"targets": list, "models": dict, "mlps": dict, "features": list,
+              "domain_min": torch.Tensor, "domain_max": torch.Tensor},
+}
 
 
 def emulator_version() -> str:
@@ -103,6 +111,22 @@ def shared_builder(cache_dir: str | Path | None = None) -> FeatureBuilder:
     return _BUILDERS[key]
 
 
+def physics_model(ckpt: dict[str, Any]) -> HybridModel:
+    """The model of a version-2 checkpoint, its keys checked one by one first (a missing or
+    wrongly typed key, a domain that does not fit the features: one ``CheckpointError``)."""
+    if ckpt.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError("not a version-2 (physics) checkpoint")
+    check_keys(ckpt, PHYSICS_KEYS, "physics checkpoint")
+    try:
+        model = HybridModel.from_state(ckpt["model"])
+        n = len(model.features_)
+        if model.domain_["min"].shape != (n,) or model.domain_["max"].shape != (n,):
+            raise ValueError("its training domain does not match its features")
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError) as e:
+        raise CheckpointError(f"physics checkpoint is corrupt ({str(e)[:120]})") from None
+    return model
+
+
 class PhysicsPredictor:
     """Batched predictions of a v2 checkpoint (module docstring).
 
@@ -117,12 +141,7 @@ class PhysicsPredictor:
                  cache_dir: str | Path | None = None) -> None:
         if not isinstance(ckpt, dict):
             ckpt = read_checkpoint_dict(ckpt)
-        if ckpt.get("format_version") != FORMAT_VERSION:
-            raise CheckpointError("not a version-2 (physics) checkpoint")
-        try:
-            self.model = HybridModel.from_state(ckpt["model"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise CheckpointError(f"physics checkpoint is corrupt ({str(e)[:120]})") from None
+        self.model = physics_model(ckpt)
         self.ckpt = ckpt
         self.device = device or str(ckpt["device"])
         if self.device == "multi":

@@ -13,7 +13,6 @@ Resources per task: on GPU machines ``num_gpus=1`` and a custom resource
 
 from __future__ import annotations
 
-import io
 import tempfile
 from collections import Counter
 from dataclasses import asdict, replace
@@ -42,8 +41,10 @@ def _task(job: dict[str, Any], opts: dict[str, Any], use_gpu: bool) -> tuple[str
         if ids:  # NVML indexes physical GPUs; Ray hands out physical ids
             o = replace(o, gpu_index=int(ids[0]))
     spec = JobSpec.from_dict(job)
-    with tempfile.TemporaryDirectory(prefix="gpuscope-ray-") as tmp:
-        path = Path(tmp) / f"{spec.key}.parquet"
+    from gpuscope.core.io import temp_dir
+
+    with temp_dir("ray") as tmp:
+        path = tmp / f"{spec.key}.parquet"
         meta = run_job(spec, path, o)
         return meta.to_json(), path.read_bytes()
 
@@ -155,7 +156,7 @@ def run_campaign_ray(
                 counts["lost"] += 1
                 bar.update(1)
                 continue
-            df, _ = read_trace(io.BytesIO(blob))
+            df, _ = read_trace(f"{job.key}.parquet (from a Ray worker)", data=blob)
             meta = TraceMeta.from_json(meta_json)
             trace = out / "traces" / f"{job.key}.parquet"
             write_trace(trace, df, meta)

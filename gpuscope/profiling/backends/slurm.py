@@ -62,9 +62,9 @@ def slurm_env(state_dir: str | None) -> dict[str, str]:
 
 
 def _atomic_json(obj: Any, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1) + "\n")
-    os.replace(tmp, path)
+    from gpuscope.core.io import write_json
+
+    write_json(path, obj, what="spool file", check=False)
 
 
 def batch_script(job: JobSpec, spool: Path, opts_file: Path, gpus: int, device: str,
@@ -139,7 +139,9 @@ def run_campaign_slurm(
     opts_file = spool / "opts.json"
     _atomic_json(asdict(opts), opts_file)
     inflight_file = spool / "inflight.json"
-    inflight: dict[str, str] = (json.loads(inflight_file.read_text())
+    from gpuscope.core.io import read_json
+
+    inflight: dict[str, str] = (read_json(inflight_file, "spool file", kind=dict)
                                 if inflight_file.is_file() else {})
     by_key = {j.key: j for j in jobs}
     if gpus > 0 and not partition and jobs:  # any partition holding this GPU type
@@ -245,7 +247,9 @@ def _worker(argv: list[str] | None = None) -> int:
     p.add_argument("--opts", required=True)
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
-    d = json.loads(Path(a.opts).read_text())
+    from gpuscope.core.io import read_json
+
+    d = read_json(a.opts, "run options", kind=dict)
     if d.get("command"):
         d["command"] = tuple(d["command"])
     opts = RunOptions(**d)
