@@ -73,9 +73,9 @@ def module_problem(module: str) -> str | None:
     if path is None:
         return None
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         return f"module file {path} does not exist"
-    st = p.stat()
+    st = p.stat()  # a folder, FIFO or device is named by the reader
     return _factory_problem(str(p), module.rpartition(":")[2], st.st_mtime_ns, st.st_size)
 
 
@@ -85,12 +85,14 @@ def _factory_problem(path: str, factory: str, mtime_ns: int, size: int) -> str |
     import ast
     import difflib
 
+    from gpuscope.core.io import read_bytes
+
     try:
-        tree = ast.parse(Path(path).read_bytes(), filename=path)
+        tree = ast.parse(read_bytes(path, "module file"), filename=path)
     except SyntaxError as e:
         return f"module file {path} is not valid Python: {e.msg} (line {e.lineno})"
-    except (OSError, ValueError) as e:
-        return f"module file {path} cannot be read: {e}"
+    except ValueError as e:  # a special, huge or unreadable file; NUL bytes
+        return str(e) if isinstance(e, InputError) else f"module file {path} cannot be read: {e}"
     names: set[str] = set()
     todo: list[ast.stmt] = list(tree.body)
     while todo:

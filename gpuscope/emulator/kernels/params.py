@@ -90,9 +90,10 @@ class KernelParams:
         return cls(**kw)
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n")
-        return path
+        from gpuscope.core.io import write_text
+
+        return write_text(Path(path), json.dumps(self.to_dict(), indent=1, sort_keys=True)
+                          + "\n", what="kernel parameters")
 
     @classmethod
     def load(cls, path: str | Path) -> KernelParams:

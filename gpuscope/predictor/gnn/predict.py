@@ -96,10 +96,12 @@ class GNNPredictor:
 
         p = Path(graphs)
         vocab = p / "vocab.json"
-        if p.is_dir() and vocab.is_file():
+        if p.is_dir() and vocab.exists():
+            from gpuscope.core.io import read_json
+
             try:
-                same = json.loads(vocab.read_text()) == json.loads(self.bundle.vocab_json)
-            except (OSError, ValueError):
+                same = read_json(vocab, "op vocabulary") == json.loads(self.bundle.vocab_json)
+            except ValueError:  # InputError too: a special or malformed vocabulary file
                 same = False
             if not same:
                 return False
