@@ -249,6 +249,7 @@ def evaluate_physics(model: str | Path, dataset: str | Path, progress: bool = Fa
     from gpuscope.predictor.scaling import MinMaxLabels
 
     ck = read_checkpoint_dict(model)
+    physics_model(ck)  # a broken checkpoint fails before the dataset's features are built
     data = load_physics([dataset], progress=progress)
     devs = sorted(set(data.labels["device"].astype(str)))
     if len(devs) != 1:  # every row is predicted on one device, never row 0's
