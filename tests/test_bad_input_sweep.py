@@ -12,10 +12,10 @@ unknown-name           36     unknown models, devices, policies, methods, source
 number-range           48     zero / out-of-range values refused by the commands themselves
 number-parse           212    every numeric option: negative, NaN, infinite, huge (generated)
 oversized              14     counts whose memory estimate exceeds the limit, queue/node caps
-missing-file           44     an input path that does not exist
-dir-as-file            31     an input file that is a directory
-malformed              49     garbage CSV / JSON / TOML / parquet / checkpoint / graph files
-empty-file             31     zero-byte inputs of every format
+missing-file           45     an input path that does not exist
+dir-as-file            32     an input file that is a directory
+malformed              50     garbage CSV / JSON / TOML / parquet / checkpoint / graph files
+empty-file             32     zero-byte inputs of every format
 wrong-columns          25     tables with renamed or missing columns, garbage values in files
 output-under-file      23     an output path whose parent is a regular file
 output-unwritable      23     an output under /proc (root ignores chmod)
@@ -25,8 +25,8 @@ output-is-input        16     an output path that is one of the command's inputs
 bad-enum               17     values outside an option's choices
 unknown-option         38     an option no subcommand has (every subcommand)
 unreachable            6      a Ray address refusing connections, state folders that are files
-special-file           93     every file input a FIFO, /dev/zero or a socket (never opened)
-huge-file              31     every file input a sparse file over the input size limit
+special-file           96     every file input a FIFO, /dev/zero or a socket (never opened)
+huge-file              32     every file input a sparse file over the input size limit
 nesting                18     JSON and TOML inputs nested 2,000 levels deep
 tampered               19     checkpoints missing or mistyping a key, a zip bomb, an mDRL
                               checkpoint of another shape, labels with NaN/inf/negative times
@@ -37,7 +37,7 @@ stale-output           27     every folder output holding the user's files or an
                               command's output
 user-code              9      --module factories that exit, abort, os._exit or raise
 =====================  =====  ============================================================
-total                  896    cases over 36 subcommands
+total                  900    cases over 36 subcommands
 =====================  =====  ============================================================
 
 The hostile families (special-file to user-code) run with ``GPUSCOPE_MAX_INPUT_MB=64``, so
