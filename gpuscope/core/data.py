@@ -99,7 +99,8 @@ def external_file(path: str | Path) -> Path:
 
 
 #: What a number of the measured tables may hold, by column name (a column of another name
-#: is text): counts are positive integers, times, rates and costs finite and >= 0.
+#: is text): counts are integers >= 0 (a batch size of 0: the source names none), times,
+#: rates and costs finite and >= 0.
 _MEASURED_INTEGERS: tuple[str, ...] = ("epochs", "batch_size", "n_gpus", "images")
 _MEASURED_NUMBERS: tuple[str, ...] = (
     "exec_time_s", "epoch_time_s", "steps_per_s", "co_steps_per_s", "cost_per_h", "power_w",
@@ -113,7 +114,7 @@ def _measured_columns(columns: Any) -> list[Any]:
     out = []
     for c in map(str, columns):
         if c in _MEASURED_INTEGERS:
-            out.append(Column(c, "integer", low=1, high=MAX_INT, nan=False))
+            out.append(Column(c, "integer", low=0, high=MAX_INT, nan=False))
         elif c in _MEASURED_NUMBERS:
             out.append(Column(c, low=0, high=MAX_SECONDS, nan=False))
     return out
