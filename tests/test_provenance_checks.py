@@ -198,7 +198,7 @@ def test_build_dataset_keyed_by_device_and_atomic(tmp_path: Path) -> None:
     stray = tmp_path / "stray"
     stray.mkdir()
     (stray / "notes.txt").write_text("mine")
-    with pytest.raises(InputError, match="not a gpuscope dataset"):
+    with pytest.raises(InputError, match="gpuscope did not write"):
         build_dataset([a], stray, progress=False, graphs=False)
     assert (stray / "notes.txt").read_text() == "mine"
     m2 = build_dataset([a], out, progress=False, graphs=False, notes=["rebuilt"])
