@@ -75,7 +75,7 @@ def test_bad_checkpoints_raise_one_clear_error(tmp_path, trained) -> None:
         load_checkpoint(tmp_path / "v.pt")
     with pytest.raises(CheckpointError, match="target set"):
         load_checkpoint(path, targets="driple")
-    with pytest.raises(CheckpointError, match="no such file"):
+    with pytest.raises(CheckpointError, match="does not exist"):
         load_checkpoint(tmp_path / "missing.pt")
     obj = torch.load(path, weights_only=True)
     del obj["state_dict"]["head.weight"]

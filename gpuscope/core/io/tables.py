@@ -285,6 +285,8 @@ def check_columns(df: pd.DataFrame, columns: Sequence[Column], path: PathLike,
             if not pd.api.types.is_bool_dtype(s):
                 raise InputError(f"{where} must hold true/false values, not {s.dtype}")
             continue
+        if c.nan and s.dtype == object and bool(s.isna().all()):  # all missing (nulls)
+            df[c.name] = s = s.astype("float64")
         if pd.api.types.is_bool_dtype(s) or not pd.api.types.is_numeric_dtype(s):
             raise InputError(f"{where} must hold numbers, not {_dtype_name(s)}")
         v = s.to_numpy(dtype="float64", na_value=np.nan)
