@@ -26,7 +26,7 @@ def test_schema_model_has_exactly_the_jobspec_fields() -> None:
     props = queue_json_schema()["$defs"]["JobRow"]["properties"]
     assert props["optimizer"]["enum"] == list(OPTIMIZERS)  # the catalog's, not a copy
     assert props["precision"]["enum"] == list(PRECISIONS)
-    assert props["batch_size"]["exclusiveMinimum"] == 0 and props["weight"]["default"] == 1.0
+    assert props["batch_size"]["minimum"] == 1 and props["weight"]["default"] == 1.0
     assert queue_json_schema()["$defs"]["JobRow"]["required"] == [
         "dataset", "optimizer", "batch_size", "epochs"]
 

@@ -19,38 +19,48 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from gpuscope.jobs.catalog import FRAMEWORKS, OPTIMIZERS, PRECISIONS
+from gpuscope.jobs.fields import NUMBER_FIELDS, TEXT_FIELDS
 from gpuscope.jobs.spec import JobSpec
 
-#: Per JobSpec field: its description in the schema and its bounds (pydantic ``Field`` keywords).
-FIELD_DOCS: dict[str, tuple[str, dict[str, float]]] = {
+#: Per JobSpec field: its description in the schema (its bounds are the reader's,
+#: ``jobs.fields``: :func:`_bounds`).
+FIELD_DOCS: dict[str, str] = {
     "model": ("Catalog model (`gpuscope workloads list`, e.g. resnet50, gpt2, "
               "llama:dim=4096,layers=32), or a free name when graph/module/hf gives the model "
-              "(default: derived from the module or hf source). Required for catalog jobs.", {}),
+              "(default: derived from the module or hf source). Required for catalog jobs."),
     "dataset": ("Dataset name (imagenet, cifar10, mnist, wikitext2, wikitext103, multi30k, "
                 "wmt16_en_de, ml20m, monet2photo, pong, mnist_seq) or KIND:key=value,... "
                 "(tokens:seq=512,vocab=30522; sequence:steps=28,features=28; tabular:features=100; "
-                "image:c=3,h=224,w=224,classes=1000; optional samples=N).", {}),
-    "optimizer": ("sgd = SGD momentum 0.9; momentum = Nesterov; none = forward + backward only",
-                  {}),
-    "batch_size": ("samples per forward/backward pass (micro-batch)", {"gt": 0}),
-    "epochs": ("passes over the dataset", {"gt": 0}),
+                "image:c=3,h=224,w=224,classes=1000; optional samples=N)."),
+    "optimizer": "sgd = SGD momentum 0.9; momentum = Nesterov; none = forward + backward only",
+    "batch_size": "samples per forward/backward pass (micro-batch)",
+    "epochs": "passes over the dataset",
     "steps_per_epoch": ("override of ceil(dataset size / (batch_size x grad_accum)) optimizer "
-                        "steps", {"gt": 0}),
-    "framework": ("framework the job is written in", {}),
-    "graph": ("user graph file (.json, .json.gz, .pb, .pbtxt)", {}),
-    "arrival_s": ("submission time, s from the queue's start", {"ge": 0}),
-    "due_s": ("due date, s (cost-aware schedulers)", {}),
-    "weight": ("tardiness weight", {"ge": 0}),
-    "job_id": ("unique id; j000, j001, ... when absent", {}),
-    "precision": ("amp-* traced under autocast", {}),
-    "grad_accum": ("micro-batches per optimizer step", {"gt": 0}),
-    "module": ("path/to/file.py:factory or package.module:factory returning an nn.Module", {}),
+                        "steps"),
+    "framework": "framework the job is written in",
+    "graph": "user graph file (.json, .json.gz, .pb, .pbtxt)",
+    "arrival_s": "submission time, s from the queue's start",
+    "due_s": "due date, s (cost-aware schedulers)",
+    "weight": "tardiness weight",
+    "job_id": "unique id; j000, j001, ... when absent",
+    "precision": "amp-* traced under autocast",
+    "grad_accum": "micro-batches per optimizer step",
+    "module": "path/to/file.py:factory or package.module:factory returning an nn.Module",
     "hf": ("Hugging Face ARCH[:key=value,...] (e.g. gpt2:n_layer=36,n_embd=1280,n_head=20) or "
-           "a config.json path; random weights, no network", {}),
+           "a config.json path; random weights, no network"),
 }
 #: Fields whose value is one of a catalog tuple.
 _CHOICES: dict[str, tuple[str, ...]] = {"optimizer": OPTIMIZERS, "precision": PRECISIONS,
                                         "framework": FRAMEWORKS}
+
+
+def _bounds(name: str) -> dict[str, float]:
+    """The pydantic ``Field`` bounds of a field: the numbers' and the texts' of
+    ``jobs.fields``, which the queue reader applies (one set of rules for both)."""
+    if name in NUMBER_FIELDS:
+        _, low, high = NUMBER_FIELDS[name]
+        return {"ge": low, "le": high}
+    return {"max_length": TEXT_FIELDS[name]} if name in TEXT_FIELDS else {}
 
 
 def _row_fields() -> dict[str, Any]:
@@ -58,7 +68,7 @@ def _row_fields() -> dict[str, Any]:
     hints = get_type_hints(JobSpec)
     out: dict[str, Any] = {}
     for f in fields(JobSpec):
-        doc, bounds = FIELD_DOCS[f.name]
+        doc, bounds = FIELD_DOCS[f.name], _bounds(f.name)
         kind: Any = Literal.__getitem__(_CHOICES[f.name]) if f.name in _CHOICES \
             else hints[f.name]
         default: Any = ... if f.default is MISSING else f.default
