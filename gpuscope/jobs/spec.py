@@ -164,8 +164,10 @@ def _file_digest(path: str, mtime_ns: int, size: int) -> str:
     return hashlib.sha1(read_bytes(path, "model source file")).hexdigest()
 
 
+@functools.lru_cache(maxsize=4096)
 def _slug(text: str) -> str:
-    """File-name-safe form of a parametric dataset name (``tokens:seq=1024`` -> ``tokens_seq1024``)."""
+    """File-name-safe form of a parametric dataset name (``tokens:seq=1024`` -> ``tokens_seq1024``;
+    memoised: a queue of 10**6 jobs names a few hundred models and datasets)."""
     return re.sub(r"[^A-Za-z0-9_.]+", "_", text.replace("=", ""))
 
 
