@@ -41,6 +41,33 @@ def _save(fig: Figure, path: str | Path) -> Path:
         _plt().close(fig)
 
 
+#: Bars a Gantt chart draws one by one; above it every lane is sampled at GANTT_BINS points.
+GANTT_EXACT: int = 20_000
+GANTT_BINS: int = 4_000
+
+
+def _sampled(y: np.ndarray, x0: np.ndarray, x1: np.ndarray, code: np.ndarray, end: float
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The bars as the chart's pixels show them: per lane, the job (its colour ``code``)
+    running at each of :data:`GANTT_BINS` points of ``[0, end]``, neighbours of one code
+    merged into one bar; a GPU runs one job at a time, so a point has at most one."""
+    width = max(end, 1e-9) / GANTT_BINS
+    centres = (np.arange(GANTT_BINS) + 0.5) * width
+    parts = []
+    for lane in np.unique(y):
+        m = np.flatnonzero(y == lane)
+        m = m[np.argsort(x0[m], kind="stable")]
+        k = np.searchsorted(x0[m], centres, side="right") - 1
+        at = m[np.clip(k, 0, None)]
+        col = np.where((k >= 0) & (centres < x1[at]), code[at], -1)
+        cut = np.flatnonzero(np.diff(col)) + 1
+        lo, hi = np.r_[0, cut], np.r_[cut, GANTT_BINS]
+        keep = col[lo] >= 0
+        parts.append((np.full(int(keep.sum()), lane), lo[keep] * width, hi[keep] * width,
+                      col[lo][keep]))
+    return tuple(np.concatenate(a) for a in zip(*parts))  # type: ignore[return-value]
+
+
 def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",
           models: Sequence[str] | None = None, cluster: ClusterSpec | None = None) -> Path:
     """One row per GPU instance (``device#gpu``), one bar per job from start to finish, coloured
@@ -52,33 +79,43 @@ def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",
         ran["model"] = np.asarray(models, dtype=object)[schedule["status"].to_numpy() != "rejected"]
     else:
         ran["model"] = "job"
-    ran["lane"] = ran["device"].astype(str) + "#" + ran["gpu"].astype(int).astype(str)
-    lanes = sorted(ran["lane"].unique(), key=lambda s: (s.split("#")[0], int(s.split("#")[1])))
+    # a lane per GPU instance, named from the distinct (device, gpu) pairs only
+    dev, devs = pd.factorize(ran["device"].astype(str))
+    gpu = ran["gpu"].to_numpy(dtype=np.int64)
+    per = int(gpu.max(initial=0)) + 1
+    pairs, pair = np.unique(dev * per + gpu, return_inverse=True)
+    names = [f"{devs[p // per]}#{p % per}" for p in pairs]
+    lanes = sorted(names, key=lambda s: (s.split("#")[0], int(s.split("#")[1])))
     if cluster is not None:
         lanes = [f"{d}#{i}" for d, c in zip(cluster.devices, cluster.counts) for i in range(c)]
-    used = set(ran["lane"])
-    kinds = list(dict.fromkeys(ran["model"]))
+    used = set(names)
+    model, uniques = pd.factorize(ran["model"])  # in order of appearance
+    kinds = list(uniques)
     cmap = plt.get_cmap("tab10")
     colour = {k: cmap(i % 10) for i, k in enumerate(kinds)}
     h = 1.2 + 0.45 * len(lanes)
     fig, ax = plt.subplots(figsize=(10, max(2.5, h)))
     end = float(ran["finish_s"].max()) if len(ran) else 0.0
     scale, unit = (3600.0, "h") if end > 4 * 3600 else (60.0, "min")
-    # one collection of bars per model and outcome, its rectangles built in numpy: a queue of
-    # 10**6 jobs draws in seconds, where a bar call per job took minutes; edges only where
-    # bars are few enough to see them
+    # one collection of bars per model and outcome, its rectangles built in numpy; above
+    # GANTT_EXACT bars each lane is drawn as its pixels show it (_sampled), so 10**6 jobs
+    # draw in seconds and bounded memory; edges only where bars are few enough to see them
     from matplotlib.collections import PolyCollection
 
     row = {lane: i for i, lane in enumerate(lanes)}
-    y = ran["lane"].map(row).to_numpy(float)
-    x0 = ran["start_s"].to_numpy(float) / scale
-    x1 = ran["finish_s"].to_numpy(float) / scale
+    code = 2 * model + (ran["status"] == "oom").to_numpy(dtype=np.int64)
+    bars = (np.array([row[n] for n in names], dtype=float)[pair], ran["start_s"].to_numpy(float) / scale,
+            ran["finish_s"].to_numpy(float) / scale, code)
+    if len(ran) > GANTT_EXACT:
+        bars = _sampled(*bars, end / scale)
+    y, x0, x1, code = bars
     edge = {"edgecolors": "black", "linewidths": 0.3} if len(ran) <= 5000 else {"linewidths": 0}
-    for (model, oom), idx in ran.groupby([ran["model"], ran["status"] == "oom"],
-                                         sort=False).indices.items():
+    for j in np.unique(code):
+        idx = np.flatnonzero(code == j)
+        name, oom = kinds[j // 2], bool(j % 2)
         corners = ((x0, y - 0.35), (x0, y + 0.35), (x1, y + 0.35), (x1, y - 0.35))
         verts = np.stack([np.stack([a[idx], b[idx]], 1) for a, b in corners], axis=1)
-        ax.add_collection(PolyCollection(verts, facecolors=colour[model],
+        ax.add_collection(PolyCollection(list(verts), facecolors=colour[name],
                                          hatch="//" if oom else None, **edge))
     ax.set_xlim(0, max(end / scale, 1e-9) * 1.02)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
