@@ -79,7 +79,9 @@ def _numeric(df: pd.DataFrame, col: str, what: str) -> pd.Series:
         i = int(np.flatnonzero(bad)[0])
         reason = "is not a finite number" if not np.isfinite(v[i]) else \
             f"is outside [{low:g}, {high:g}]"
-        raise InputError(f"{what}: column {col!r} row {i + 1} {reason}: {raw.iloc[i]!r}")
+        val = raw.iloc[i]
+        shown = repr(val) if isinstance(val, str) else str(val)
+        raise InputError(f"{what}: column {col!r} row {i + 1} {reason}: {shown}")
     return s
 
 
