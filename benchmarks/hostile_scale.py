@@ -43,10 +43,16 @@ def write_queue(path: Path, rows: int) -> int:
     return path.stat().st_size
 
 
-def run(argv: list[str], cores: int | None, timeout_s: float) -> tuple[int, float, float, str]:
-    """(exit code, wall s, peak RSS MB of the child and its children, last stderr line) of
-    ``gpuscope argv``; the memory is sampled every 50 ms."""
+def run(argv: list[str], cores: int | None, timeout_s: float
+        ) -> tuple[int, float, float, float, str]:
+    """(exit code, wall s, CPU s, peak RSS MB of the child and its children, last stderr
+    line) of ``gpuscope argv``; the memory is sampled every 50 ms. CPU seconds (user +
+    system) tell the command's own cost apart from waiting for a shared machine's cores."""
+    import resource
+
     import psutil
+
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
 
     cmd = [sys.executable, "-m", "gpuscope", *argv]
     if cores and shutil.which("taskset"):
@@ -71,8 +77,10 @@ def run(argv: list[str], cores: int | None, timeout_s: float) -> tuple[int, floa
         wall = time.perf_counter() - t0
         err_fh.seek(0)
         lines = err_fh.read().strip().splitlines()
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
     err = f"killed after {timeout_s:g} s" if wall > timeout_s else (lines or [""])[-1]
-    return rc, wall, peak / 2**20, err
+    return rc, wall, cpu, peak / 2**20, err
 
 
 def main() -> int:
@@ -89,16 +97,16 @@ def main() -> int:
         size = write_queue(q, a.rows)
         print(f"queue: {a.rows:,} rows, {size / 2**20:.1f} MB ({q.name}); "
               f"{os.cpu_count()} cores here{f', pinned to {a.cores}' if a.cores else ''}")
-        rc, wall, peak, err = run(["jobs", "check", str(q)], a.cores, a.timeout)
-        print(f"jobs check: {wall:.1f} s (target <= {CHECK_TARGET_S:g} s), peak "
+        rc, wall, cpu, peak, err = run(["jobs", "check", str(q)], a.cores, a.timeout)
+        print(f"jobs check: {wall:.1f} s (target <= {CHECK_TARGET_S:g} s; {cpu:.1f} s CPU), peak "
               f"{peak:.0f} MB (target < {MEMORY_TARGET_MB:g} MB), exit {rc}"
               + (f": {err}" if rc else ""))
         if not a.skip_allocate:
-            rc, wall, peak, err = run(["allocate", "--jobs", str(q), "--cluster", a.cluster,
+            rc, wall, cpu, peak, err = run(["allocate", "--jobs", str(q), "--cluster", a.cluster,
                                        "--policy", a.policy, "-o", str(Path(tmp) / "out")],
                                       a.cores, a.timeout)
             print(f"allocate ({a.policy} on {a.cluster}): {wall:.1f} s (target <= "
-                  f"{ALLOCATE_TARGET_S:g} s), peak {peak:.0f} MB (target < "
+                  f"{ALLOCATE_TARGET_S:g} s; {cpu:.1f} s CPU), peak {peak:.0f} MB (target < "
                   f"{MEMORY_TARGET_MB:g} MB), exit {rc}" + (f": {err}" if rc else ""))
     return 0
 
