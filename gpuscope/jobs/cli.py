@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from gpuscope.core.errors import InputError
@@ -67,8 +68,10 @@ def _check(a: argparse.Namespace) -> int:
 
     jobs = read_queue(a.queue)
     check_sources(jobs, a.queue)  # files and factory names, read without running them
-    for j in jobs:
-        print(f"{j.job_id}: {j.model} ({j.source}) {j.dataset} {j.optimizer} b{j.batch_size}"
-              f" x{j.grad_accum} {j.precision} {j.epochs} epoch(s), {j.total_steps:,} steps")
+    # one buffered write, not a print per job (10**6 prints took 8 s)
+    sys.stdout.writelines(
+        f"{j.job_id}: {j.model} ({j.source}) {j.dataset} {j.optimizer} b{j.batch_size}"
+        f" x{j.grad_accum} {j.precision} {j.epochs} epoch(s), {j.total_steps:,} steps\n"
+        for j in jobs)
     print(f"{len(jobs)} jobs OK")
     return 0
