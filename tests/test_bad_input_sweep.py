@@ -12,32 +12,32 @@ unknown-name           36     unknown models, devices, policies, methods, source
 number-range           48     zero / out-of-range values refused by the commands themselves
 number-parse           212    every numeric option: negative, NaN, infinite, huge (generated)
 oversized              14     counts whose memory estimate exceeds the limit, queue/node caps
-missing-file           45     an input path that does not exist
-dir-as-file            32     an input file that is a directory
-malformed              50     garbage CSV / JSON / TOML / parquet / checkpoint / graph files
-empty-file             32     zero-byte inputs of every format
-wrong-columns          25     tables with renamed or missing columns, garbage values in files
-output-under-file      23     an output path whose parent is a regular file
-output-unwritable      23     an output under /proc (root ignores chmod)
-output-is-dir          11     a file output that is an existing directory
-output-is-file         12     a folder output that is an existing file
-output-is-input        16     an output path that is one of the command's inputs
+missing-file           46     an input path that does not exist
+dir-as-file            33     an input file that is a directory
+malformed              51     garbage CSV / JSON / TOML / parquet / checkpoint / graph files
+empty-file             33     zero-byte inputs of every format
+wrong-columns          26     tables with renamed or missing columns, garbage values in files
+output-under-file      25     an output path whose parent is a regular file
+output-unwritable      25     an output under /proc (root ignores chmod)
+output-is-dir          12     a file output that is an existing directory
+output-is-file         13     a folder output that is an existing file
+output-is-input        17     an output path that is one of the command's inputs
 bad-enum               17     values outside an option's choices
 unknown-option         38     an option no subcommand has (every subcommand)
 unreachable            6      a Ray address refusing connections, state folders that are files
-special-file           96     every file input a FIFO, /dev/zero or a socket (never opened)
-huge-file              32     every file input a sparse file over the input size limit
+special-file           99     every file input a FIFO, /dev/zero or a socket (never opened)
+huge-file              33     every file input a sparse file over the input size limit
 nesting                18     JSON and TOML inputs nested 2,000 levels deep
 tampered               19     checkpoints missing or mistyping a key, a zip bomb, an mDRL
                               checkpoint of another shape, labels with NaN/inf/negative times
                               or text targets, a labels FIFO, encoded edges out of range,
                               traces with an extension type, bad metadata or infinite times
-linked-output          68     every output a symlink, a symlink loop, a FIFO or /dev/null
-stale-output           27     every folder output holding the user's files or another
+linked-output          74     every output a symlink, a symlink loop, a FIFO or /dev/null
+stale-output           30     every folder output holding the user's files or another
                               command's output
 user-code              9      --module factories that exit, abort, os._exit or raise
 =====================  =====  ============================================================
-total                  900    cases over 36 subcommands
+total                  934    cases over 38 subcommands
 =====================  =====  ============================================================
 
 The hostile families (special-file to user-code) run with ``GPUSCOPE_MAX_INPUT_MB=64``, so

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from gpuscope.cluster.cli import add_catalog_option
@@ -119,18 +120,20 @@ def _fit(args: argparse.Namespace) -> int:
     """``gpuscope emulator fit``: a profiled GPU's catalog entry (``calibration.profiled``)."""
     import sys
 
-    from gpuscope.core.io import check_output, read_table
+    from gpuscope.core.io import check_output_folder, output_folder, read_table
     from gpuscope.emulator.calibration.profiled import fit_profiled, write_profiled
     from gpuscope.emulator.kernels import KernelParams, default_kernel_params
 
     inputs = [args.kernels, args.kernel_params, args.catalog]
-    check_output(args.out, inputs, kind="dir", what="fit folder")
+    check_output_folder(args.out, "emulator fit", inputs)
     df = read_table(args.kernels, "kernel table")
     params = (KernelParams.load(args.kernel_params) if args.kernel_params
               else default_kernel_params())
     like = args.like.strip().lower() if args.like else None
     res = fit_profiled(df, args.device.strip().lower(), params, like, str(args.kernels))
-    paths = write_profiled(res, args.out, inputs)
+    with output_folder(args.out, "emulator fit", inputs) as tmp:  # replaced as a whole
+        written = write_profiled(res, tmp, inputs)
+    paths = {k: str(Path(args.out) / Path(v).name) for k, v in written.items()}
     if res.report["provenance"] == "cpu-only":
         sys.stderr.write(f"note: {args.kernels} was measured without a GPU (device_kind "
                          f"{res.report['device_kind']}): the fitted figures describe CPU "

@@ -334,9 +334,9 @@ def _kernels(args: argparse.Namespace) -> int:
     if not _DEVICE_NAME.match(args.device_name or ""):
         raise InputError(f"--device-name must be a name like h100 or my-gpu (letters, digits, "
                          f"'.', '-', '_'), got {args.device_name!r}")
+    check_output(args.out, what="kernel table")  # a link, FIFO or device first
     if Path(args.out).suffix.lower() not in (".parquet", ".csv"):
         raise InputError(f"{args.out}: the kernel table is a .parquet or .csv file")
-    check_output(args.out, what="kernel table")
     override, notes = _check_device_name(args)
     import torch
 
