@@ -77,7 +77,7 @@ def test_bad_clock_is_one_line_error(tmp_path: Path) -> None:
     assert load_catalog(tmp_path / "ok.toml")["x"].clock_factor == pytest.approx(0.9)
     with pytest.raises(InputError, match="sustained_clock_mhz needs boost_clock_mhz"):
         load_catalog(tmp_path / "above.toml")
-    with pytest.raises(InputError, match="clocks must be >= 0"):
+    with pytest.raises(InputError, match="boost_clock_mhz must be >= 0"):
         load_catalog(tmp_path / "negative.toml")
 
 
