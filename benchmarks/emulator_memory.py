@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpuscope.cluster.devices import DeviceSpec, get_device  # noqa: E402
-from gpuscope.core.data import data_dir  # noqa: E402
+from gpuscope.core.data import external_path  # noqa: E402
 from gpuscope.emulator import default_params, estimate  # noqa: E402
 from gpuscope.emulator.params import EmulatorParams  # noqa: E402
 from gpuscope.emulator.perf import GraphCost  # noqa: E402
@@ -150,7 +150,7 @@ def gavel_runs(cache: GraphCache, memo: dict) -> list[Run]:
     from gpuscope.emulator.calibration.fidelity import GAVEL_FAMILIES, GavelJob, gavel_cost
     from gpuscope.emulator.calibration.fit import load_gavel
 
-    g = load_gavel(data_dir() / "gavel" / "simulation_throughputs.json")
+    g = load_gavel()  # the project's table of Gavel's measured throughputs
     g = g[(g.n_gpus == 1) & g.model.isin(list(GAVEL_FAMILIES))]
     costs: dict[tuple[str, int], GraphCost] = {}
     out = []
@@ -172,9 +172,11 @@ def alexnet_runs(cache: GraphCache, memo: dict) -> tuple[list[Run], int]:
     batch): fitted entries, not runs that fitted."""
     from gpuscope.emulator.calibration.fit import load_alexnet
 
-    path = data_dir() / "gpuscheduler" / "data_2d10d_filtered.csv"
+    # the table's Memory column is not in the project's table: read the authors' file by path
+    path = external_path("gpuscheduler", "data_2d10d_filtered.csv",
+                         what="the GPUScheduler authors' AlexNet table")
     need_gb = pd.read_csv(path).groupby("Batchsize")["Memory"].max()
-    a = load_alexnet(path).drop_duplicates(["device", "batch_size"])
+    a = load_alexnet().drop_duplicates(["device", "batch_size"])
     out, skipped = [], 0
     for r in a.itertuples():
         dev = get_device(r.device)

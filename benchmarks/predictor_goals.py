@@ -104,7 +104,7 @@ def main() -> int:
     a = ap.parse_args()
     import pandas as pd
 
-    from gpuscope.predictor.evaluation import run_ablation, summarise
+    from gpuscope.predictor.physics.ablation import run_ablation, summarise
     from gpuscope.predictor.physics.dataset import concat, load_physics
     from gpuscope.predictor.physics.features import FeatureBuilder
 
