@@ -177,18 +177,27 @@ def check_text(name: str, value: object, *, max_len: int = MAX_NAME_LEN, origin:
     return value
 
 
+def env_bytes(name: str) -> int | None:
+    """``$name`` read as a positive, finite number of MB, in bytes; None when unset or blank;
+    anything else is one :class:`InputError` line naming the variable."""
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return None
+    try:
+        mb = float(env)
+    except ValueError:
+        raise InputError(f"${name} must be a number of MB, got {env!r}") from None
+    if not math.isfinite(mb) or mb <= 0:
+        raise InputError(f"${name} must be a positive number of MB, got {env!r}")
+    return int(mb * 2**20)
+
+
 def memory_budget() -> int:
     """Bytes a command may plan to allocate: ``$GPUSCOPE_MAX_MEMORY_MB`` MB when set, else
     :data:`MEMORY_FRACTION` of psutil's available memory."""
-    env = os.environ.get(MEMORY_ENV, "").strip()
-    if env:
-        try:
-            mb = float(env)
-        except ValueError:
-            raise InputError(f"${MEMORY_ENV} must be a number of MB, got {env!r}") from None
-        if not math.isfinite(mb) or mb <= 0:
-            raise InputError(f"${MEMORY_ENV} must be a positive number of MB, got {env!r}")
-        return int(mb * 2**20)
+    limit = env_bytes(MEMORY_ENV)
+    if limit is not None:
+        return limit
     import psutil
 
     return int(psutil.virtual_memory().available * MEMORY_FRACTION)

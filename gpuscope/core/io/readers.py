@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuscope.core.errors import InputError
+from gpuscope.core.limits import env_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,16 +42,8 @@ _CHUNK = 1 << 20
 
 def input_limit(default_mb: float = DEFAULT_MAX_INPUT_MB) -> int:
     """Bytes one input file may hold: ``$GPUSCOPE_MAX_INPUT_MB`` when set, else ``default_mb``."""
-    env = os.environ.get(MAX_INPUT_ENV, "").strip()
-    if env:
-        try:
-            mb = float(env)
-        except ValueError:
-            raise InputError(f"${MAX_INPUT_ENV} must be a number of MB, got {env!r}") from None
-        if not mb > 0 or mb == float("inf"):
-            raise InputError(f"${MAX_INPUT_ENV} must be a positive number of MB, got {env!r}")
-        return int(mb * 2**20)
-    return int(default_mb * 2**20)
+    limit = env_bytes(MAX_INPUT_ENV)
+    return int(default_mb * 2**20) if limit is None else limit
 
 
 def why(e: OSError) -> str:
