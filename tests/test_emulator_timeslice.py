@@ -1,7 +1,7 @@
 """Worker processes time-slicing one GPU without MPS (Gavel's A3C;
-``gpuscope/emulator/hostwork.py``, ``time_sliced_gpu_s``): one context switch of
-``ctx_switch_us`` per kernel after which a worker's queue drains, the switch cost
-fitted on identical-pair colocations (``calibrate.fit_ctx_switch``)."""
+``gpuscope/emulator/hostwork.py``, ``context_switches``): one context switch of
+``ctx_switch_us`` per time slice and per queue drain, not per kernel, the switch cost fitted
+on identical-pair colocations (``calibration.fit.fit_ctx_switch``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from gpuscope.cluster.devices import get_device
 from gpuscope.emulator import EmulatorParams
 from gpuscope.emulator.calibration.fidelity import GavelJob, colocation_points
 from gpuscope.emulator.calibration.fit import Point, colocation_errors, fit_ctx_switch
-from gpuscope.emulator.hostwork import dispatched_gpu_kernels, time_sliced_gpu_s
+from gpuscope.emulator.hostwork import context_switches, time_slice_wait_s, time_sliced_gpu_s
 from gpuscope.emulator.perf import GraphCost, estimate
 
 JOB = GavelJob("a3c", "pong", "adam", 1)
@@ -34,28 +34,34 @@ def _toy(n: int = 10, workers: int = 4, **kw: object) -> GraphCost:
 
 
 def test_switch_cost_by_hand() -> None:
-    d, p = get_device("v100"), P.with_(ctx_switch_us=20.0)
-    # dispatch-bound (2 ms of host per 1 ms of GPU): every one of the 10 kernels drains the
-    # queue, each switch 20 us: 1 ms + 10 x 20 us = 1.2 ms
-    assert time_sliced_gpu_s(_toy(), 1e-3, 2e-3, d, p) == pytest.approx(1.2e-3)
-    # the host issues 4x faster than the GPU runs: a quarter of the kernels drain it
-    assert time_sliced_gpu_s(_toy(), 1e-3, 0.25e-3, d, p) == pytest.approx(1.05e-3)
-    # one process, or no switch cost: the plain GPU time
-    assert time_sliced_gpu_s(_toy(workers=1), 1e-3, 2e-3, d, p) == 1e-3
-    assert time_sliced_gpu_s(_toy(), 1e-3, 2e-3, d, P) == 1e-3
+    d, p = get_device("v100"), P.with_(ctx_switch_us=20.0, ctx_slice_ms=2.0)
+    # 4 workers, 1 ms of GPU each, 3 host round trips: the step's end and each round trip
+    # drain the queue, switched back in 3/4 of the time: 4 x 3/4 = 3 drain switches, plus
+    # 1 ms / 2 ms = 0.5 slice expiries; 3.5 x 20 us = 70 us of GPU and 3 x 20 us of waiting
+    c = _toy(env_steps=3)
+    assert context_switches(c, 1e-3, p) == pytest.approx((3.5, 3.0))
+    assert time_sliced_gpu_s(c, 1e-3, p) == pytest.approx(1e-3 + 70e-6)
+    assert time_slice_wait_s(c, 1e-3, p) == pytest.approx(60e-6)
+    # two GPU-bound copies of a 100 ms step: 1/2 drain + 50 slices, 50.5 x 20 us
+    two = _toy(workers=2)
+    assert time_sliced_gpu_s(two, 0.1, p) == pytest.approx(0.1 + 50.5 * 20e-6)
+    # one process, or no switch cost: the plain GPU time, no wait
+    assert time_sliced_gpu_s(_toy(workers=1), 1e-3, p) == 1e-3
+    assert time_slice_wait_s(_toy(workers=1), 1e-3, p) == 0.0
+    assert time_sliced_gpu_s(c, 1e-3, P) == 1e-3
 
 
-def test_kernels_issued_one_by_one() -> None:
-    opt = np.array([False, False, True])
-    tensors = np.array([1.0, 1.0, 3.0])
-    loops = EmulatorParams(per_tensor_optimizer=1.0)
-    # PyTorch 1.x: the foreach kernel is 3 kernels, and zero_grad zeroes the 3 gradients
-    c = _toy(3, optimizer=opt, opt_tensors=tensors, n_param_tensors=3)
-    assert dispatched_gpu_kernels(c, loops) == 1 + 1 + 3 + 3
-    assert dispatched_gpu_kernels(c, P) == 3  # foreach era: as traced
-    # Hogwild A3C: the optimizer runs on the host, zero_grad still on the GPU
-    h = dataclasses.replace(c, host_optimizer=True)
-    assert dispatched_gpu_kernels(h, loops) == 1 + 1 + 0 + 3
+def test_switches_bounded_by_slices_and_drains_not_kernels() -> None:
+    p = P.with_(ctx_switch_us=30.0, ctx_slice_ms=2.0)
+    for n in (10, 1000):  # the same step split into 100x more kernels: the same switches
+        c = _toy(n, workers=3, env_steps=5)
+        sw, drains = context_switches(c, 4e-3, p)
+        assert sw == pytest.approx((1 + 5) * 2 / 3 + 4e-3 / 2e-3)
+        # at most one switch per host synchronisation and per full slice of GPU work
+        assert drains <= 1 + 5 and sw <= (1 + 5) + 4e-3 / 2e-3
+    # a longer slice means fewer switches for a GPU-bound worker
+    long = context_switches(_toy(workers=2), 0.1, p.with_(ctx_slice_ms=8.0))[0]
+    assert long < context_switches(_toy(workers=2), 0.1, p)[0]
 
 
 @pytest.mark.parametrize("dev", ["k80", "v100"])
@@ -65,10 +71,14 @@ def test_estimate_waits_for_the_switches(dev: str) -> None:
     # a single process never switches: other jobs are unchanged by the constant
     assert estimate(JOB, one, d, p).iter_s == estimate(JOB, one, d, EmulatorParams()).iter_s
     e0, e = estimate(JOB, four, d, EmulatorParams()), estimate(JOB, four, d, p)
-    t_slice = time_sliced_gpu_s(four, e.t_gpu_s, e.t_dispatch_s, d, p)
-    assert t_slice > e.t_gpu_s  # this batch-1 step is dispatch-bound: it drains every kernel
-    assert e.iter_s == pytest.approx(max(e0.iter_s, 4 * t_slice))
-    assert e.bottleneck == "gpu" and e.gpu_util == 1.0
+    t_slice = time_sliced_gpu_s(four, e.t_gpu_s, p)
+    assert t_slice > e.t_gpu_s
+    # the GPU term, or the host chain plus the wait for its context after each drain
+    wait = time_slice_wait_s(four, e.t_gpu_s, p)
+    assert wait > 0
+    # (one worker's iteration is its host chain: the same per-worker chain, no switches)
+    assert e.iter_s == pytest.approx(max(estimate(JOB, one, d, p).iter_s + wait, 4 * t_slice))
+    assert e.iter_s >= e0.iter_s
 
 
 def test_colocation_points_and_fit_recover_the_switch_cost() -> None:

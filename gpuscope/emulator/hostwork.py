@@ -5,7 +5,8 @@ and in jobs that build sparse batches on the main thread (Gavel's Recommendation
 ``perf.estimate`` adds ``t_env + t_update`` (``host_serial_times``) and the sparse batch's
 host time (``sparse_batch_host_s``) to the step's serial host time, copies the batch's
 ``batch_h2d_bytes`` and densifies a sparse batch on the device (``sparse_densify_s``), and
-waits for ``workers * t_gpu`` when several worker processes share one GPU. In a host era
+waits for the worker processes' kernels and context switches when several share one GPU
+without MPS (``time_sliced_gpu_s``). In a host era
 whose framework loops over parameter tensors in the optimizer (``per_tensor_optimizer``,
 PyTorch 1.x), every foreach kernel of the traced step is one kernel and one dispatch per
 tensor, and ``zero_grad`` zeroes each gradient (``optimizer_tensor_counts``).
@@ -218,38 +219,44 @@ def zero_grad_gpu_s(cost: GraphCost, device: DeviceSpec, params: EmulatorParams)
 
 
 # --- worker processes time-slicing one GPU (Gavel's A3C; colocated jobs) -------------------
-def dispatched_gpu_kernels(cost: GraphCost, params: EmulatorParams) -> float:
-    """GPU kernels the host issues one by one in a step: the traced kernels (a recurrence
-    node's per-timestep kernels come from one cuDNN call in a burst and count once), each
-    foreach optimizer kernel once per parameter tensor in a ``per_tensor_optimizer`` era, a
-    per-tensor ``zero_grad``'s memsets; a host-side optimizer's kernels do not run on the GPU."""
-    n = np.broadcast_to(per_tensor_kernels(cost, params), len(cost.flops))
-    if cost.host_optimizer and cost.optimizer is not None:
-        n = np.where(cost.optimizer, 0.0, n)
-    zero = cost.n_param_tensors if params.per_tensor_optimizer > 0 else 0
-    return float(n.sum()) + float(zero)
+def context_switches(cost: GraphCost, t_gpu: float, params: EmulatorParams) -> tuple[float, float]:
+    """(context switches into one worker's context per step, the part of them at queue
+    drains) when ``cost.workers`` processes time-slice one GPU without MPS; (0, 0) for one
+    process.
+
+    Without MPS each process has its own CUDA context and the GPU runs one context at a
+    time; it switches to another context that has work when the running context's time slice
+    (``ctx_slice_ms``) expires or its queue drains ("scheduling resources must be swapped on
+    and off the GPU", NVIDIA's MPS documentation, "Reduced GPU Context Switching"). So a
+    worker's switches per step are set by its slices and its drains, not by its kernels:
+
+    * slice expiries: a worker that keeps its queue full holds the GPU for one slice at a
+      time, ``t_gpu / ctx_slice_ms`` switches per step;
+    * queue drains: the host waits for the device at each synchronisation of the step (the
+      end of the step, and each host round trip of an RL job, ``env_steps``), its queue
+      empties and the GPU moves to another context; when the worker issues again its context
+      is switched back in if another worker ran in between, probability ``(W - 1) / W`` for
+      ``W`` identical workers: ``(1 + env_steps) * (W - 1) / W`` switches per step."""
+    w = cost.workers
+    if w <= 1:
+        return 0.0, 0.0
+    drains = (1.0 + cost.env_steps) * (w - 1) / w
+    slices = t_gpu / (params.ctx_slice_ms * 1e-3) if params.ctx_slice_ms > 0 else 0.0
+    return drains + slices, drains
 
 
-def time_sliced_gpu_s(cost: GraphCost, t_gpu: float, t_dispatch: float, device: DeviceSpec,
-                      params: EmulatorParams) -> float:
+def time_sliced_gpu_s(cost: GraphCost, t_gpu: float, params: EmulatorParams) -> float:
     """GPU time one worker's step occupies when ``cost.workers`` processes time-slice one GPU
-    (no MPS), seconds; ``t_gpu`` for a single process.
+    (no MPS), seconds: its kernels plus ``ctx_switch_us`` per switch into its context
+    (``context_switches``); ``t_gpu`` for a single process. ``perf.estimate`` waits for
+    ``workers * t`` per step."""
+    n, _ = context_switches(cost, t_gpu, params)
+    return t_gpu + n * params.ctx_switch_us * 1e-6
 
-    Without MPS each process has its own CUDA context, and the GPU runs one context at a time:
-    when the running context's queue is empty and another context has work, the GPU switches
-    ("scheduling resources must be swapped on and off the GPU", NVIDIA's MPS documentation,
-    https://docs.nvidia.com/deploy/mps/when-to-use-mps.html, "Reduced GPU Context Switching").
-    A worker's queue drains after a kernel when its host issues kernels more slowly than the
-    GPU runs them; the fraction of its kernels after which it drains is taken as
-    ``min(1, t_dispatch / t_gpu)`` (1 for a dispatch-bound step of tiny kernels such as A3C's
-    batch-1 loop, small for a step of long kernels, whose queue stays full). Each such kernel
-    costs one switch of ``ctx_switch_us``::
 
-        t = t_gpu + min(1, t_dispatch / t_gpu) * kernels * ctx_switch_us
-
-    and ``perf.estimate`` waits for ``workers * t`` per step."""
-    if cost.workers <= 1 or params.ctx_switch_us <= 0 or t_gpu <= 0:
-        return t_gpu
-    drain = min(1.0, t_dispatch / t_gpu)
-    per_switch = params.ctx_switch_us * 1e-6
-    return t_gpu + drain * dispatched_gpu_kernels(cost, params) * per_switch
+def time_slice_wait_s(cost: GraphCost, t_gpu: float, params: EmulatorParams) -> float:
+    """Host time one worker waits per step for its context to be switched back in after a
+    queue drain (its host is blocked at that synchronisation), seconds: ``ctx_switch_us`` per
+    drain switch (``context_switches``); 0 for a single process."""
+    _, drains = context_switches(cost, t_gpu, params)
+    return drains * params.ctx_switch_us * 1e-6

@@ -96,10 +96,14 @@ class EmulatorParams:
             half-precision tensor cores with NCHW tensors: cuDNN transposes the input to NHWC
             and the output back (a read and a write of each; 2, not fitted).
         ctx_switch_us: GPU time lost per context switch when worker processes time-slice one
-            GPU without MPS, microseconds: a job with ``workers`` > 1 pays one switch per kernel
-            after which its queue drains (``hostwork.time_sliced_gpu_s``). Fitted on the fit
+            GPU without MPS, microseconds: a job with ``workers`` > 1 pays one switch per time
+            slice and per queue drain (``hostwork.context_switches``). Fitted on the fit
             families' identical-pair colocations in Gavel (two copies of a ResNet-18 or
-            ResNet-50 job on one GPU; ``calibrate.fit_ctx_switch``); 0 switches it off.
+            ResNet-50 job on one GPU; ``calibration.fit.fit_ctx_switch``); 0 switches it off.
+        ctx_slice_ms: the time slice a CUDA context holds the GPU while another context has
+            work, ms (not fitted: 2 ms, the scale NVIDIA documents for its GPU scheduler's
+            timeslices, ``NVRM_GPU_CHANNEL_TIMESLICE`` >= 1 ms, 1.5-2 ms recommended for
+            low/medium priority contexts, DRIVE OS "Setting the Timeslice").
         h2d_eff: achievable fraction of PCIe bandwidth for the batch copy.
         startup_s: process start, framework import and CUDA context creation.
         autotune_s_per_conv: cuDNN autotuning per forward convolution at start-up.
@@ -148,6 +152,7 @@ class EmulatorParams:
     amp_act_factor: float = 0.6
     amp_layout_passes: float = 2.0
     ctx_switch_us: float = 0.0
+    ctx_slice_ms: float = 2.0
     h2d_eff: float = 0.7
     startup_s: float = 6.0
     autotune_s_per_conv: float = 0.03

@@ -37,9 +37,9 @@ and one dispatch per parameter tensor, and ``zero_grad`` zeroes every gradient (
 ``t_serial`` is host work the device waits for (``hostwork``: an RL job's environment steps,
 a host-side optimizer, a sparse batch built on the main thread, which is then copied as COO
 and densified on the device; 0 for other jobs) and ``workers`` the processes sharing the GPU
-without MPS (Hogwild workers; 1 for other jobs), each paying a context switch per kernel
-after which its queue drains (``t_slice``, ``hostwork.time_sliced_gpu_s``; ``t_gpu`` for one
-process). NVML's utilization.gpu is the busy fraction ``t_gpu / t_iter``, utilization.memory the memory-busy fraction. Execution time =
+without MPS (Hogwild workers; 1 for other jobs), each paying a context switch per time slice
+and per queue drain (``t_slice``, ``hostwork.context_switches``; ``t_gpu`` for one process)
+and waiting for its context after each drain (in ``t_serial``). NVML's utilization.gpu is the busy fraction ``t_gpu / t_iter``, utilization.memory the memory-busy fraction. Execution time =
 start-up (process and CUDA context, cuDNN autotuning of each distinct convolution
 configuration, weights upload) + epochs x (steps x t_iter +
 evaluation + checkpoint) + expected input-pipeline stalls.
@@ -73,6 +73,7 @@ from gpuscope.emulator.hostwork import (
     per_tensor_kernels,
     sparse_batch_host_s,
     sparse_densify_s,
+    time_slice_wait_s,
     time_sliced_gpu_s,
     zero_grad_gpu_s,
 )
@@ -244,10 +245,11 @@ def estimate(
     t_pipe = cost.workers * cpu_per_iter / cores
     # the worker hand-off only where the batch comes from loader workers
     t_sync = p.step_sync_ms * 1e-3 / speed + (0.0 if in_line else t_handoff)
-    t_serial = t_env + t_update + t_batch + t_inline
     # worker processes share the GPU (time-sliced contexts): their kernels and the context
-    # switches between them add up (hostwork.time_sliced_gpu_s)
-    t_gpu_all = cost.workers * time_sliced_gpu_s(cost, t_gpu, t_dispatch, device, p)
+    # switches between them add up, and each waits for its context after a queue drain
+    # (hostwork.context_switches)
+    t_serial = t_env + t_update + t_batch + t_inline + time_slice_wait_s(cost, t_gpu, p)
+    t_gpu_all = cost.workers * time_sliced_gpu_s(cost, t_gpu, p)
     iter_s = max(max(t_gpu, t_dispatch) + t_sync + t_serial, t_gpu_all, t_pipe)
     # "dispatch" is the main thread: its dispatching plus the host work the device waits for
     bottleneck = ("gpu", "dispatch", "input")[int(np.argmax([t_gpu_all, t_dispatch + t_serial,
