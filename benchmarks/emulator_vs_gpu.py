@@ -4,7 +4,7 @@ Two measured sources, both committed (``benchmarks/gpu_session.sh`` made them):
 
 * ``datasets/measured/h100-steps.csv``: 75 jobs timed in one process (batch already on the
   GPU; ``gpuscope profile steps``). Compared with the emulator's GPU-side step time
-  ``max(t_gpu, t_dispatch) + t_sync`` (its input-pipeline term is left out, as the measurement
+  ``host_gpu_s(t_gpu, t_dispatch) + t_sync`` (its input-pipeline term is left out, as the measurement
   has no pipeline) and its memory footprint against the caching allocator's peak reserve.
 * ``datasets/measured/h100/``: 23 real profiler runs (own process, CPU input pipeline, NVML
   at 6 Hz). Compared with the emulator's execution time, and with the bundled ``h100``
@@ -45,6 +45,7 @@ from gpuscope.cluster.devices import DeviceSpec, get_device  # noqa: E402
 from gpuscope.emulator import default_params, estimate  # noqa: E402
 from gpuscope.emulator.calibration.fit import HOST_RUN_PARAMS, fit_host_runs, fit_host_steps  # noqa: E402
 from gpuscope.emulator.calibration.measured import h100_step_rows  # noqa: E402
+from gpuscope.emulator.hostwork import host_gpu_s  # noqa: E402
 from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams  # noqa: E402
 from gpuscope.emulator.perf import GraphCost  # noqa: E402
 from gpuscope.graphs import GraphCache  # noqa: E402
@@ -87,7 +88,7 @@ def step_table(df: pd.DataFrame, rows: list, p: EmulatorParams) -> pd.DataFrame:
     emu_step, emu_mem = [], []
     for job, cost, dev, _ in rows:
         e = estimate(job, cost, dev, p)
-        emu_step.append(max(e.t_gpu_s, e.t_dispatch_s) + e.t_sync_s)
+        emu_step.append(host_gpu_s(e.t_gpu_s, e.t_dispatch_s, p) + e.t_sync_s)
         emu_mem.append(e.mem_mb - e.memory.context_mb)  # the allocator does not see the context
     df["emu_step_s"] = emu_step
     df["emu_mem_mb"] = emu_mem

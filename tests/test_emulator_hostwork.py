@@ -14,6 +14,7 @@ from gpuscope.emulator import EmulatorParams
 from gpuscope.emulator.calibration.fidelity import GavelJob
 from gpuscope.emulator.hostwork import (
     batch_h2d_bytes,
+    host_gpu_s,
     host_serial_times,
     sparse_batch_host_s,
     sparse_densify_s,
@@ -132,3 +133,38 @@ def test_bottleneck_counts_host_work_and_shared_gpu() -> None:
     e1, e4 = estimate(JOB, rl_step_cost(), d, P), estimate(JOB, rl_step_cost(workers=4), d, P)
     assert e1.t_gpu_s < e1.t_dispatch_s < 4 * e4.t_gpu_s
     assert (e1.bottleneck, e4.bottleneck) == ("dispatch", "gpu")
+
+
+def test_host_gpu_overlap_by_hand() -> None:
+    """``host_gpu_s``: the max when one side dominates, the sum at p = 1, more than the max
+    and less than the sum in between when the two are close."""
+    inf, p1, p2 = P, P.with_(host_gpu_p=1.0), P.with_(host_gpu_p=2.0)
+    assert host_gpu_s(2.0, 1.0, inf) == 2.0  # the default: the plain max
+    assert host_gpu_s(2.0, 1.0, p1) == pytest.approx(3.0)  # p = 1: the sum
+    # p = 2: 3-4-5
+    assert host_gpu_s(4.0, 3.0, p2) == pytest.approx(5.0)
+    assert host_gpu_s(3.0, 4.0, p2) == pytest.approx(5.0)  # symmetric
+    for p in (1.5, 3.0, 10.0):
+        k = P.with_(host_gpu_p=p)
+        assert host_gpu_s(1.0, 1.0, k) == pytest.approx(2.0 ** (1.0 / p))  # equal times
+        # one side 100x the other: the max, to within 0.01 ** p / p
+        assert host_gpu_s(1.0, 0.01, k) == pytest.approx(1.0, rel=0.01 ** p / p * 1.01)
+        for a, b in ((3.0, 1.0), (1.0, 0.7), (0.2, 0.9)):
+            assert max(a, b) < host_gpu_s(a, b, k) < a + b
+        # the closer the two, the larger the excess over the max
+        xs = [host_gpu_s(1.0, d, k) - 1.0 for d in (0.1, 0.5, 0.9, 1.0)]
+        assert xs == sorted(xs)
+        # growing either side never shortens the step
+        ts = [host_gpu_s(1.0, d, k) for d in (0.1, 0.5, 0.9, 1.0, 1.1, 2.0, 5.0)]
+        assert ts == sorted(ts)
+    assert host_gpu_s(0.0, 1.0, p1) == 1.0
+
+
+def test_estimate_overlaps_host_and_gpu() -> None:
+    d = get_device("v100")
+    q = P.with_(host_gpu_p=2.0)
+    e0, e = estimate(JOB, rl_step_cost(), d, P), estimate(JOB, rl_step_cost(), d, q)
+    sync = P.step_sync_ms * 1e-3 / d.host_single_core
+    assert e0.iter_s == pytest.approx(max(e0.t_gpu_s, e0.t_dispatch_s) + sync)
+    assert e.iter_s == pytest.approx(host_gpu_s(e.t_gpu_s, e.t_dispatch_s, q) + sync)
+    assert e.iter_s > e0.iter_s

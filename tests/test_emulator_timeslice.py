@@ -34,7 +34,7 @@ def _toy(n: int = 10, workers: int = 4, **kw: object) -> GraphCost:
 
 
 def test_switch_cost_by_hand() -> None:
-    d, p = get_device("v100"), P.with_(ctx_switch_us=20.0, ctx_slice_ms=2.0)
+    p = P.with_(ctx_switch_us=20.0, ctx_slice_ms=2.0)
     # 4 workers, 1 ms of GPU each, 3 host round trips: the step's end and each round trip
     # drain the queue, switched back in 3/4 of the time: 4 x 3/4 = 3 drain switches, plus
     # 1 ms / 2 ms = 0.5 slice expiries; 3.5 x 20 us = 70 us of GPU and 3 x 20 us of waiting

@@ -14,6 +14,7 @@ tensor, and ``zero_grad`` zeroes each gradient (``optimizer_tensor_counts``).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -216,6 +217,28 @@ def zero_grad_gpu_s(cost: GraphCost, device: DeviceSpec, params: EmulatorParams)
         return 0.0
     return (cost.n_param_tensors * params.kernels.launch_us * 1e-6
             + cost.param_bytes / achievable_bw(device, params))
+
+
+# --- host and GPU in one step --------------------------------------------------------------
+def host_gpu_s(t_gpu: float, t_dispatch: float, params: EmulatorParams) -> float:
+    """One step's time from its GPU time and its host dispatch time, seconds: their
+    ``host_gpu_p``-norm::
+
+        t = (t_gpu ** p + t_dispatch ** p) ** (1 / p)
+
+    The host runs ahead of the GPU through the launch queue, so when one side dominates the
+    other is hidden (``t`` -> the max, relative excess ``r ** p / p`` for a ratio ``r`` of
+    the smaller to the larger). A step's ops are not uniform, though: in a step whose totals
+    are close, the host falls behind in runs of cheap ops (the GPU starves) and the queue
+    fills in runs of long kernels (the host waits on the allocator and at synchronisations),
+    so the closer the totals the less of the smaller one is hidden: ``2 ** (1 / p)`` times
+    either at equal times (the sum for ``p`` = 1). The norm never shortens the step when
+    either side grows. ``p`` is fitted; inf gives the plain max."""
+    hi, lo = max(t_gpu, t_dispatch), min(t_gpu, t_dispatch)
+    p = params.host_gpu_p
+    if hi <= 0 or lo <= 0 or math.isinf(p):
+        return hi
+    return hi * (1.0 + (lo / hi) ** p) ** (1.0 / p)
 
 
 # --- worker processes time-slicing one GPU (Gavel's A3C; colocated jobs) -------------------

@@ -11,6 +11,7 @@ memory-footprint terms, data-parallel overlap. Few numbers, fitted on declared f
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,10 @@ class EmulatorParams:
             work, ms (not fitted: 2 ms, the scale NVIDIA documents for its GPU scheduler's
             timeslices, ``NVRM_GPU_CHANNEL_TIMESLICE`` >= 1 ms, 1.5-2 ms recommended for
             low/medium priority contexts, DRIVE OS "Setting the Timeslice").
+        host_gpu_p: the norm of (GPU time, dispatch time) that is one step's time
+            (``hostwork.host_gpu_s``; inf: the plain ``max(t_gpu, t_dispatch)``, 1: their
+            sum). Fitted with the modern era's step costs on the measured H100 steps of the
+            fit families (``calibration.fit.fit_host_steps``).
         h2d_eff: achievable fraction of PCIe bandwidth for the batch copy.
         startup_s: process start, framework import and CUDA context creation.
         autotune_s_per_conv: cuDNN autotuning per forward convolution at start-up.
@@ -153,6 +158,7 @@ class EmulatorParams:
     amp_layout_passes: float = 2.0
     ctx_switch_us: float = 0.0
     ctx_slice_ms: float = 2.0
+    host_gpu_p: float = math.inf
     h2d_eff: float = 0.7
     startup_s: float = 6.0
     autotune_s_per_conv: float = 0.03

@@ -33,7 +33,9 @@ prepares the next batch (``cpu_ms_per_sample * batch / (cores * speed)``), or, f
 indexed on the main thread (``inline_ops_per_sample``), its ops are serial host work. In an era
 with ``per_tensor_optimizer`` (PyTorch 1.x) each traced foreach optimizer kernel is one kernel
 and one dispatch per parameter tensor, and ``zero_grad`` zeroes every gradient (``hostwork``). One iteration lasts
-``max(max(t_gpu, t_dispatch) + t_sync + t_serial, workers * t_slice, workers * t_pipeline)``:
+``max(host_gpu(t_gpu, t_dispatch) + t_sync + t_serial, workers * t_slice, workers * t_pipeline)``:
+``host_gpu`` is their p-norm, the max of the two when one dominates and more than the max
+as they get close (``hostwork.host_gpu_s``: the launch queue and the GPU alternately starve);
 ``t_serial`` is host work the device waits for (``hostwork``: an RL job's environment steps,
 a host-side optimizer, a sparse batch built on the main thread, which is then copied as COO
 and densified on the device; 0 for other jobs) and ``workers`` the processes sharing the GPU
@@ -68,6 +70,7 @@ from gpuscope.emulator.graphcost import (  # noqa: F401  (re-exported)
 from gpuscope.emulator.hostwork import (
     batch_h2d_bytes,
     cpu_ms_per_sample,
+    host_gpu_s,
     host_serial_times,
     loader_times,
     per_tensor_kernels,
@@ -250,7 +253,7 @@ def estimate(
     # (hostwork.context_switches)
     t_serial = t_env + t_update + t_batch + t_inline + time_slice_wait_s(cost, t_gpu, p)
     t_gpu_all = cost.workers * time_sliced_gpu_s(cost, t_gpu, p)
-    iter_s = max(max(t_gpu, t_dispatch) + t_sync + t_serial, t_gpu_all, t_pipe)
+    iter_s = max(host_gpu_s(t_gpu, t_dispatch, p) + t_sync + t_serial, t_gpu_all, t_pipe)
     # "dispatch" is the main thread: its dispatching plus the host work the device waits for
     bottleneck = ("gpu", "dispatch", "input")[int(np.argmax([t_gpu_all, t_dispatch + t_serial,
                                                              t_pipe]))]
@@ -263,7 +266,7 @@ def estimate(
                + cost.param_bytes / (device.pcie_gbs * 1e9 * p.h2d_eff))
     steps = job.steps
     eval_steps = max(1, math.ceil(p.eval_fraction * steps))
-    eval_iter = max(t_fwd + t_h2d, cost.dispatch_s(p, speed, forward_only=True), t_pipe)
+    eval_iter = max(host_gpu_s(t_fwd + t_h2d, cost.dispatch_s(p, speed, forward_only=True), p), t_pipe)
     eval_s = eval_steps * eval_iter
     ckpt_s = 0.2 + cost.param_bytes * (1 + OPTIMIZER_COPIES.get(job.optimizer, 1)) / (p.ckpt_gbs * 1e9)
     train_s = job.epochs * (steps * iter_s + eval_s + ckpt_s)

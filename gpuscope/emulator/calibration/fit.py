@@ -32,6 +32,7 @@ from scipy.optimize import least_squares
 from gpuscope.cluster.devices import DeviceSpec
 from gpuscope.core.data import gavel_entries, gavel_throughputs, measured_table, parse_job_type
 from gpuscope.core.errors import InputError
+from gpuscope.emulator.hostwork import host_gpu_s
 from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import EmulatorParams
 from gpuscope.emulator.perf import EmulatedJob, GraphCost, estimate, gpu_times
@@ -207,31 +208,39 @@ def _with_era(params: EmulatorParams, era: str, values: dict[str, float]) -> Emu
 def host_step_errors(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]],
                      params: EmulatorParams) -> np.ndarray:
     """log(emulated / measured) in-process step time of (job, cost, device, seconds) rows: the
-    emulator's step without its input pipeline, ``max(t_gpu, t_dispatch) + t_sync`` (the
-    measurement has the batch on the GPU already)."""
+    emulator's step without its input pipeline, ``host_gpu_s(t_gpu, t_dispatch) + t_sync``
+    (the measurement has the batch on the GPU already)."""
     out = []
     for j, c, d, t in rows:
         e = estimate(j, c, d, params)
-        out.append(np.log((max(e.t_gpu_s, e.t_dispatch_s) + e.t_sync_s) / t))
+        out.append(np.log((host_gpu_s(e.t_gpu_s, e.t_dispatch_s, params) + e.t_sync_s) / t))
     return np.asarray(out, dtype=np.float64)
 
 
 def fit_host_steps(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]],
-                   params: EmulatorParams, era: str) -> EmulatorParams:
+                   params: EmulatorParams, era: str, starve: bool = True) -> EmulatorParams:
     """``HOST_STEP_PARAMS`` of host era ``era`` (all rows' devices must be of that era) on
     measured in-process step times, robust least squares on the log ratio; views are taken as
-    free (``view_dispatch_us`` = 0: not identifiable on CNN graphs, < 3 % of their ops)."""
+    free (``view_dispatch_us`` = 0: not identifiable on CNN graphs, < 3 % of their ops). With
+    ``starve`` also the host/GPU overlap's norm ``host_gpu_p`` (one value for every era: how
+    the launch queue and the GPU starve each other is the framework's, not a host's)."""
     if any(d.host_era != era for _, _, d, _ in rows):
         raise InputError(f"fit_host_steps: every device must be of host era {era!r}")
     base = _with_era(params, era, {"view_dispatch_us": 0.0})
     cur = base.for_era(era)
+    n = len(HOST_STEP_PARAMS)
 
     def with_x(x: np.ndarray) -> EmulatorParams:
-        return _with_era(base, era, dict(zip(HOST_STEP_PARAMS, map(float, np.exp(x)))))
+        q = _with_era(base, era, dict(zip(HOST_STEP_PARAMS, map(float, np.exp(x[:n])))))
+        return q.with_(host_gpu_p=float(np.exp(x[n]))) if starve else q
 
-    x0 = np.log([max(1e-3, getattr(cur, k)) for k in HOST_STEP_PARAMS])
+    x0 = np.log([max(1e-3, getattr(cur, k)) for k in HOST_STEP_PARAMS]
+                + ([min(max(params.host_gpu_p, 1.1), 50.0)] if starve else []))
+    lo, hi = [np.log(1e-3)] * n, [np.log(1e3)] * n
+    if starve:  # p = 1: the sum; p = 100: the max but for 0.7 % at equal times
+        lo, hi = lo + [0.0], hi + [np.log(100.0)]
     res = least_squares(lambda x: host_step_errors(rows, with_x(x)), x0,
-                        bounds=(np.log(1e-3), np.log(1e3)), loss="soft_l1", f_scale=0.1)
+                        bounds=(lo, hi), loss="soft_l1", f_scale=0.1)
     return with_x(res.x)
 
 

@@ -2,7 +2,7 @@
 
 * ``h100_steps``: gpuscope's own H100 SXM measurement (``datasets/measured/h100-steps.csv``:
   75 jobs timed in one process, the batch already on the GPU), compared with the emulator's
-  ``max(t_gpu, t_dispatch) + t_sync``;
+  ``host_gpu_s(t_gpu, t_dispatch) + t_sync``;
 * ``gpubench``: the torchvision CNN iterations of pytorch-gpu-benchmark
   (``../shared/data/pytorch-gpu-benchmark/train_iter_times.csv``, MIT, measured by J. Ryu and
   contributors on an RTX 2080 Ti, TITAN Xp, TITAN RTX and a DGX A100's A100-SXM4-40GB):
@@ -11,7 +11,7 @@
   A100, CUDA 11.1) and ``fp16(pure)`` (``model.half()``: priced as the FP32 trace under
   ``amp-fp16`` rules, half the traffic, FP16 tensor cores where the GPU has them). The
   models are ``gpuscope.workloads.models.torchvision``'s; the emulated iteration is
-  ``max(t_gpu, t_dispatch) + step_sync`` (the DataLoader's hand-off happens outside the timed
+  ``host_gpu_s(t_gpu, t_dispatch) + step_sync`` (the DataLoader's hand-off happens outside the timed
   region) on the benchmark's machines (PyTorch 1.x: legacy host era; the catalog's
   ``rtx2080ti``/``titan-xp``/``titan-rtx`` carry those hosts, the A100 the DGX A100's EPYC).
 """
@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.cluster.devices import DeviceSpec, get_device
+from gpuscope.emulator.hostwork import host_gpu_s
 from gpuscope.emulator.params import EmulatorParams
 from gpuscope.emulator.perf import GraphCost, estimate
 from gpuscope.graphs import GraphCache
@@ -92,12 +93,12 @@ def gpubench_rows(cache: GraphCache, path: str | Path | None = None,
 
 
 def step_seconds(row: StepRow, params: EmulatorParams, loader: bool = True) -> float:
-    """The emulated in-process step: ``max(t_gpu, t_dispatch) + t_sync`` (without the
+    """The emulated in-process step: ``host_gpu_s(t_gpu, t_dispatch) + t_sync`` (without the
     DataLoader hand-off when ``loader`` is False)."""
     e = estimate(row.job, row.cost, row.device, params)
     p = params.for_era(row.device.host_era)
     sync = e.t_sync_s if loader else p.step_sync_ms * 1e-3 / row.device.host_single_core
-    return max(e.t_gpu_s, e.t_dispatch_s) + sync
+    return host_gpu_s(e.t_gpu_s, e.t_dispatch_s, p) + sync
 
 
 def gpubench_table(df: pd.DataFrame, rows: list[StepRow], params: EmulatorParams) -> pd.DataFrame:
