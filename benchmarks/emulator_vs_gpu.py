@@ -88,7 +88,7 @@ def step_table(df: pd.DataFrame, rows: list, p: EmulatorParams) -> pd.DataFrame:
     emu_step, emu_mem = [], []
     for job, cost, dev, _ in rows:
         e = estimate(job, cost, dev, p)
-        emu_step.append(host_gpu_s(e.t_gpu_s, e.t_dispatch_s, p) + e.t_sync_s)
+        emu_step.append(host_gpu_s(e.t_gpu_s, e.t_dispatch_s, p.for_era(dev.host_era)) + e.t_sync_s)
         emu_mem.append(e.mem_mb - e.memory.context_mb)  # the allocator does not see the context
     df["emu_step_s"] = emu_step
     df["emu_mem_mb"] = emu_mem

@@ -107,8 +107,10 @@ class EmulatorParams:
             low/medium priority contexts, DRIVE OS "Setting the Timeslice").
         host_gpu_p: the norm of (GPU time, dispatch time) that is one step's time
             (``hostwork.host_gpu_s``; inf: the plain ``max(t_gpu, t_dispatch)``, 1: their
-            sum). Fitted with the modern era's step costs on the measured H100 steps of the
-            fit families (``calibration.fit.fit_host_steps``).
+            sum). Per host era: the legacy value (this one) fitted with ``cudnn_dispatch_us`` on
+            pytorch-gpu-benchmark's fit rows (``calibration.measured.fit_legacy_dispatch``),
+            the modern era's with its step costs on the measured H100 steps of the fit
+            families (``calibration.fit.fit_host_steps``).
         h2d_eff: achievable fraction of PCIe bandwidth for the batch copy.
         startup_s: process start, framework import and CUDA context creation.
         autotune_s_per_conv: cuDNN autotuning per forward convolution at start-up.

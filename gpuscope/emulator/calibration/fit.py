@@ -213,7 +213,8 @@ def host_step_errors(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]
     out = []
     for j, c, d, t in rows:
         e = estimate(j, c, d, params)
-        out.append(np.log((host_gpu_s(e.t_gpu_s, e.t_dispatch_s, params) + e.t_sync_s) / t))
+        q = params.for_era(d.host_era)
+        out.append(np.log((host_gpu_s(e.t_gpu_s, e.t_dispatch_s, q) + e.t_sync_s) / t))
     return np.asarray(out, dtype=np.float64)
 
 
@@ -222,8 +223,8 @@ def fit_host_steps(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]],
     """``HOST_STEP_PARAMS`` of host era ``era`` (all rows' devices must be of that era) on
     measured in-process step times, robust least squares on the log ratio; views are taken as
     free (``view_dispatch_us`` = 0: not identifiable on CNN graphs, < 3 % of their ops). With
-    ``starve`` also the host/GPU overlap's norm ``host_gpu_p`` (one value for every era: how
-    the launch queue and the GPU starve each other is the framework's, not a host's)."""
+    ``starve`` also the era's host/GPU overlap norm ``host_gpu_p`` (how the launch queue and
+    the GPU starve each other is the era's framework's: PyTorch 1.x or 2.x)."""
     if any(d.host_era != era for _, _, d, _ in rows):
         raise InputError(f"fit_host_steps: every device must be of host era {era!r}")
     base = _with_era(params, era, {"view_dispatch_us": 0.0})
@@ -231,11 +232,11 @@ def fit_host_steps(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]],
     n = len(HOST_STEP_PARAMS)
 
     def with_x(x: np.ndarray) -> EmulatorParams:
-        q = _with_era(base, era, dict(zip(HOST_STEP_PARAMS, map(float, np.exp(x[:n])))))
-        return q.with_(host_gpu_p=float(np.exp(x[n]))) if starve else q
+        names = HOST_STEP_PARAMS + (("host_gpu_p",) if starve else ())
+        return _with_era(base, era, dict(zip(names, map(float, np.exp(x)))))
 
     x0 = np.log([max(1e-3, getattr(cur, k)) for k in HOST_STEP_PARAMS]
-                + ([min(max(params.host_gpu_p, 1.1), 50.0)] if starve else []))
+                + ([min(max(cur.host_gpu_p, 1.1), 50.0)] if starve else []))
     lo, hi = [np.log(1e-3)] * n, [np.log(1e3)] * n
     if starve:  # p = 1: the sum; p = 100: the max but for 0.7 % at equal times
         lo, hi = lo + [0.0], hi + [np.log(100.0)]

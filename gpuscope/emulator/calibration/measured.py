@@ -145,20 +145,23 @@ def gpubench_fit_mask(df: pd.DataFrame) -> np.ndarray:
 
 def fit_legacy_dispatch(rows: list[StepRow], params: EmulatorParams) -> EmulatorParams:
     """The legacy host era's ``cudnn_dispatch_us`` (its base value: the host cost of a cuDNN
-    convolution or normalisation call) on measured in-process steps of legacy-era devices,
-    robust least squares on the log ratio, the DataLoader hand-off left out
-    (``step_seconds``). ``dispatch_us`` (every other op) is held: CNN steps, made of cuDNN
-    calls, do not identify it (fitted together, it went to 4 us and made Gavel's A3C and LM,
-    of few cuDNN calls, 1.7x too fast)."""
+    convolution or normalisation call) and its host/GPU overlap norm ``host_gpu_p``
+    (``hostwork.host_gpu_s``) on measured in-process steps of legacy-era devices, robust least
+    squares on the log ratio, the DataLoader hand-off left out (``step_seconds``).
+    ``dispatch_us`` (every other op) is held: CNN steps, made of cuDNN calls, do not identify
+    it (fitted together, it went to 4 us and made Gavel's A3C and LM, of few cuDNN calls,
+    1.7x too fast)."""
     from scipy.optimize import least_squares
 
     def with_x(x: np.ndarray) -> EmulatorParams:
-        return params.with_(cudnn_dispatch_us=float(np.exp(x[0])))
+        return params.with_(cudnn_dispatch_us=float(np.exp(x[0])), host_gpu_p=float(np.exp(x[1])))
 
     def err(x: np.ndarray) -> np.ndarray:
         q = with_x(x)
         return np.array([np.log(step_seconds(r, q, loader=False) / r.measured_s) for r in rows])
 
-    res = least_squares(err, [np.log(params.cudnn_dispatch_us)], bounds=(np.log(1.0), np.log(1000.0)),
+    x0 = [np.log(params.cudnn_dispatch_us), np.log(min(max(params.host_gpu_p, 1.1), 50.0))]
+    # host_gpu_p: 1 the sum, 100 the max but for 0.7 % at equal times
+    res = least_squares(err, x0, bounds=([np.log(1.0), 0.0], [np.log(1000.0), np.log(100.0)]),
                         loss="soft_l1", f_scale=0.1)
     return with_x(res.x)
