@@ -16,7 +16,8 @@ Kernel speeds are the kernel model's (emulator 3.0, fitted on measured kernels,
 DataLoader workers' per-batch hand-off (``loader_handoff_ms``, beyond the modern era's
 measured per-step sync) on ResNet-18 P100 throughputs; all-reduce overlap and link efficiency
 on ResNet-50 2/4/8-GPU scaling; the context switch on the ResNet-18/50 colocations; the
-legacy era's per-op dispatch on pytorch-gpu-benchmark's fp32 ResNet/VGG/DenseNet iterations. Held out: ResNet-50 and ResNet-18
+legacy era's per-op dispatch and host/GPU overlap norm on pytorch-gpu-benchmark's fp32
+ResNet/VGG/DenseNet iterations. Held out: ResNet-50 and ResNet-18
 steps/s on K80/V100 (and ResNet-50 on P100), ratios and scaling, every other family and all
 AlexNet figures. ``--cnn`` adds the torchvision CNN iterations of pytorch-gpu-benchmark
 (``gpuscope.emulator.calibration.gpubench``).
@@ -76,8 +77,9 @@ PROVENANCE = ("fitted (benchmarks/emulator_fidelity.py --write; emulator 3.0: ke
               "ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 "
               "(PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, "
               "ctx_switch_us on the Gavel identical-pair colocations of ResNet-18 and ResNet-50 "
-              "(two processes on one GPU, K80/P100/V100); the legacy era's "
-              "cudnn_dispatch_us on pytorch-gpu-benchmark's fp32 ResNet/VGG/DenseNet iterations "
+              "(two processes on one GPU, K80/P100/V100; ctx_slice_ms 2 set, not fitted); the "
+              "legacy era's cudnn_dispatch_us and host_gpu_p on pytorch-gpu-benchmark's fp32 "
+              "ResNet/VGG/DenseNet iterations "
               "(4 GPUs, gpuscope.emulator.calibration.measured)")
 
 
