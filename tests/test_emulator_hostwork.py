@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import torch
+from torch import nn
 from train_step import rl_step_cost
 
 from gpuscope.cluster.devices import get_device
@@ -19,7 +21,7 @@ from gpuscope.emulator.hostwork import (
     sparse_batch_host_s,
     sparse_densify_s,
 )
-from gpuscope.emulator.perf import estimate, gpu_times
+from gpuscope.emulator.perf import GraphCost, estimate, gpu_times
 
 P = EmulatorParams()
 JOB = GavelJob("a3c", "pong", "adam", 1)
@@ -168,3 +170,36 @@ def test_estimate_overlaps_host_and_gpu() -> None:
     assert e0.iter_s == pytest.approx(max(e0.t_gpu_s, e0.t_dispatch_s) + sync)
     assert e.iter_s == pytest.approx(host_gpu_s(e.t_gpu_s, e.t_dispatch_s, q) + sync)
     assert e.iter_s > e0.iter_s
+
+
+def _cnn_cost(batch: int) -> GraphCost:
+    """A small CNN's SGD step at ``batch`` (cuDNN convolutions and batch norms)."""
+    from train_step import classification_step
+
+    from gpuscope.graphs.frontends.torch import trace_train_step
+
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                      nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+                      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to("meta")
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    x = (torch.empty(batch, 3, 64, 64, device="meta"),
+         torch.zeros(batch, dtype=torch.long, device="meta"))
+    return GraphCost.from_graph(trace_train_step(classification_step(m, opt), x, m, [opt]), batch)
+
+
+def test_legacy_fit_recovers_the_overlap_norm() -> None:
+    """Steps made by the model itself with ``cudnn_dispatch_us`` 40 and ``host_gpu_p`` 2 (GPU
+    and host times from far apart to equal over the batches) are fitted back to them."""
+    from gpuscope.emulator.calibration.measured import StepRow, fit_legacy_dispatch, step_seconds
+
+    truth = P.with_(cudnn_dispatch_us=40.0, host_gpu_p=2.0)
+    rows = [StepRow(JOB, _cnn_cost(b), get_device(d), 1.0)  # type: ignore[arg-type]
+            for b in (4, 32, 128, 512) for d in ("titan-xp", "rtx2080ti")]
+    rows = [dataclasses.replace(r, measured_s=step_seconds(r, truth, loader=False)) for r in rows]
+    ratios = [estimate(r.job, r.cost, r.device, truth) for r in rows]
+    assert min(e.t_gpu_s / e.t_dispatch_s for e in ratios) < 0.5 < 2.0 < max(
+        e.t_gpu_s / e.t_dispatch_s for e in ratios)  # both regimes and the balance between
+    fit = fit_legacy_dispatch(rows, P.with_(cudnn_dispatch_us=62.0))
+    assert fit.cudnn_dispatch_us == pytest.approx(40.0, rel=0.02)
+    assert fit.host_gpu_p == pytest.approx(2.0, rel=0.05)
