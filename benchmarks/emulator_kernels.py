@@ -112,7 +112,8 @@ def main() -> None:
         old = default_kernel_params()  # the graph-level fits and cited figures are kept
         replace(fit.params, provenance={**old.provenance, **prov}, gemm_tc=old.gemm_tc,
                 attention=old.attention, batch_norm=old.batch_norm, reduce=old.reduce,
-                simt_arch_scale=old.simt_arch_scale).save(KERNEL_PARAMS_FILE)
+                simt_arch_scale=old.simt_arch_scale,
+                dual_fp32_scale=old.dual_fp32_scale).save(KERNEL_PARAMS_FILE)
         print(f"wrote {KERNEL_PARAMS_FILE}", file=sys.stderr)
     if a.graph:
         line += graph_figures()

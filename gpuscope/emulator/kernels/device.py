@@ -26,6 +26,11 @@ FP32_LANES: dict[str, int] = {"kepler": 192, "maxwell": 128, "pascal": 128, "vol
 #: Typical L2 per SM (KiB) by architecture, for a device whose catalog entry gives no L2
 #: (whitepapers: GK210 1.5 MiB / 13 SMX, GP104 2 MiB / 20, GV100 6 MiB / 80, TU104 4 MiB / 40,
 #: GA102 6 MiB / 84, AD104 48 MiB / 60, GH100 50 MiB / 132).
+#: Architectures whose SMs issue FP32 on two datapaths (the doubled FP32 lanes of GA10x,
+#: AD10x and GH100: 128 lanes per SM, half of them shared with INT32). Their spec-sheet FP32
+#: peak counts both; cuBLAS SGEMM reaches a smaller fraction of it than on single-datapath
+#: SMs (``KernelParams.dual_fp32_scale``). GA100 (64 lanes) is not one.
+DUAL_FP32_ARCHS: frozenset[str] = frozenset({"ampere", "ada", "hopper"})
 L2_KB_PER_SM: dict[str, float] = {"kepler": 118.0, "maxwell": 128.0, "pascal": 102.0,
                                   "volta": 77.0, "turing": 102.0, "ampere": 73.0,
                                   "ada": 800.0, "hopper": 388.0}
@@ -47,7 +52,8 @@ class KernelDevice:
     ``fp32`` / ``tf32`` / ``fp16``: peak FLOP/s of FP32 CUDA cores, TF32 and FP16/BF16
     tensor cores (0: none); ``bw``: DRAM bytes/s; ``l2``: L2 bytes; ``clock``: SM clock, Hz;
     ``hbm``: stacked (HBM) rather than GDDR memory (the datasheet's ``mem_type``), whose
-    streaming efficiency the memory model fits apart.
+    streaming efficiency the memory model fits apart; ``fp32_lanes``: FP32 lanes per SM
+    (``FP32_LANES``, GA100/GP100 told apart).
     """
 
     name: str
@@ -60,6 +66,7 @@ class KernelDevice:
     l2: float
     clock: float
     hbm: bool = False
+    fp32_lanes: int = 64
 
     @classmethod
     def from_spec(cls, spec: DeviceSpec) -> KernelDevice:
@@ -73,7 +80,13 @@ class KernelDevice:
         return cls(name=spec.name, arch=spec.arch, sms=int(spec.sm_count),
                    fp32=spec.fp32_tflops * 1e12 * cf, tf32=spec.tf32_tflops * 1e12 * cf,
                    fp16=spec.tensor_tflops * 1e12 * cf, bw=spec.mem_bw_gbs * 1e9, l2=l2,
-                   clock=clock, hbm=spec.mem_type.upper().startswith("HBM"))
+                   clock=clock, hbm=spec.mem_type.upper().startswith("HBM"),
+                   fp32_lanes=_lanes(spec))
+
+    @property
+    def dual_fp32(self) -> bool:
+        """Whether the SM's FP32 peak counts two datapaths (``DUAL_FP32_ARCHS``)."""
+        return self.arch in DUAL_FP32_ARCHS and self.fp32_lanes == 128
 
     @property
     def sm_rate(self) -> float:

@@ -167,8 +167,10 @@ def _mm_time(kname: str, kb: KernelBatch, dev: KernelDevice, rate: np.ndarray, t
              simt_gen: str, p: KernelParams) -> np.ndarray:
     gen = "tensor" if tc else simt_gen
     pg = p.gemm_tc if tc else p.gemm_simt
-    if not tc and dev.arch in p.simt_arch_scale:  # a cited SIMT efficiency (Kepler)
-        pg = {**pg, "eff": pg["eff"] * p.simt_arch_scale[dev.arch]}
+    if not tc:  # a cited SIMT efficiency (Kepler; the dual-datapath FP32 SMs)
+        scale = (p.dual_fp32_scale.get(dev.arch, 1.0) if dev.dual_fp32
+                 else p.simt_arch_scale.get(dev.arch, 1.0))
+        pg = {**pg, "eff": pg["eff"] * scale}
     out = np.empty(len(kb))
     for r in np.unique(rate):
         m = rate == r

@@ -9,7 +9,11 @@ call see them). ``tile_generation`` overrides which cuBLAS kernel generation's t
 architecture uses (``gemm.SIMT_GENERATION``; the leave-one-GPU-out check uses it for a
 generation no fitted GPU has). ``simt_arch_scale`` scales the SIMT GEMM and convolution
 efficiency of an architecture no kernel measurement covers, from a cited figure (Kepler:
-cuBLAS SGEMM at 0.63 of a K40's boost peak, ``k40_sgemm`` in ``datasets/devices.toml``). Stored as JSON, loaded without running code.
+cuBLAS SGEMM at 0.63 of a K40's boost peak, ``k40_sgemm`` in ``datasets/devices.toml``).
+``dual_fp32_scale`` does the same, per architecture, for SMs whose FP32 peak counts two
+datapaths (``KernelDevice.dual_fp32``: GA10x, Ada, Hopper; no measured kernel has one), from
+cited cuBLAS SGEMM figures (``h200_sgemm``, ``rtx3080_sgemm`` in ``datasets/devices.toml``).
+Stored as JSON, loaded without running code.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ class KernelParams:
     corrections: dict[str, dict[str, Any]] = field(default_factory=dict)
     tile_generation: dict[str, str] = field(default_factory=dict)
     simt_arch_scale: dict[str, float] = field(default_factory=dict)
+    dual_fp32_scale: dict[str, float] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> KernelParams:
@@ -86,6 +91,8 @@ class KernelParams:
         kw["tile_generation"] = _tile_generation(d.get("tile_generation", {}))
         kw["simt_arch_scale"] = {str(a): _positive(f"simt_arch_scale.{a}", v)
                                  for a, v in dict(d.get("simt_arch_scale", {})).items()}
+        kw["dual_fp32_scale"] = {str(a): _positive(f"dual_fp32_scale.{a}", v)
+                                 for a, v in dict(d.get("dual_fp32_scale", {})).items()}
         kw["provenance"] = {str(k): str(v) for k, v in dict(d.get("provenance", {})).items()}
         return cls(**kw)
 
