@@ -55,6 +55,15 @@ class JobDeviceTable:
     def has(self, target: str) -> bool:
         return target in self.values
 
+    def take(self, rows: np.ndarray, job_ids: Sequence[str]) -> JobDeviceTable:
+        """The table of a queue whose row ``i`` is this table's job ``rows[i]``, named
+        ``job_ids[i]`` (a distinct job's predictions repeated for each row that shares it)."""
+        ids = np.asarray(job_ids, dtype=object)
+        if len(ids) != len(rows):
+            raise ValueError(f"{len(rows)} rows, {len(ids)} job ids")
+        return JobDeviceTable(ids, self.devices, {k: v[rows] for k, v in self.values.items()},
+                              self.fits[rows], self.source, dict(self.meta))
+
     @classmethod
     def from_frame(
         cls,
