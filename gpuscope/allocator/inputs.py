@@ -244,9 +244,8 @@ def prepare(
             if need_pred else None)
     driple = (predict_queue(cols.distinct, cluster.devices, model_dir, driple=True, datasets=ds)
               if need_driple else None)
-    weights = np.tile(cols.counts, len(cluster.devices))  # frames are device-major
     notes = [model_set(model_dir).fallback_note(cluster.devices) if need_pred else None,
-             domain_warning(pred, weights) if pred is not None else None]
+             None if pred is None else domain_warning(pred, _row_counts(cols, pred))]
     first = build_inputs(cols.distinct, cluster, pred, driple, None)
     inp = AllocationInputs(
         rows or [], cluster,
@@ -255,6 +254,12 @@ def prepare(
         _truth_table(truth, cols.job_id, cluster.devices), first.mem_total_mb,
         notes=tuple(n for n in notes if n), columns=None if rows is not None else cols)
     return inp
+
+
+def _row_counts(cols: JobColumns, pred: pd.DataFrame) -> np.ndarray:
+    """How many queue rows each row of a prediction frame of the distinct jobs stands for."""
+    at = pd.Index([j.job_id for j in cols.distinct]).get_indexer(pred["job_id"])
+    return np.where(at >= 0, cols.counts[at], 0)
 
 
 def _with_ids(jobs: Sequence[JobSpec]) -> list[JobSpec]:

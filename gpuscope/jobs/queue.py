@@ -102,7 +102,7 @@ def _column_values(c: str, uniques: Sequence[str], base: Path) -> list[Any]:
     fine = np.flatnonzero(ok)
     got = np.full(len(text), np.nan)
     if integer:
-        parsed: list[Any] = num.astype(np.int64).tolist()
+        parsed: list[Any] = np.where(ok, num, 0).astype(np.int64).tolist()
     else:  # Python's float() of each cell (what convert_field takes), at C speed
         try:
             got[fine] = np.asarray(text, dtype=object)[fine].astype(np.float64)
@@ -182,9 +182,17 @@ def _csv_columns(path: Path) -> JobColumns:
         except InputError as e:
             i = int(np.argmax(key == j))
             raise _row_error(path, i, e, ids[i]) from None
-    # the distinct jobs (names x the other job fields), each built from its first row
-    code = combine_codes([key, *(codes[c] for c in JOB_FIELDS if c in codes
-                                 and c not in present)])
+    # the distinct jobs (canonical names x the other job fields' values: ``ADAM`` and
+    # ``adam``, ``8`` and ``8.0`` are one job), each built from its first row
+    canon: dict[tuple[Any, ...], int] = {}
+    same = [canon.setdefault((names_of[j], *(values[c][int(codes[c][r])] for c in present
+                                             if c not in ("model", "dataset"))), len(canon))
+            for j, r in enumerate(combos.tolist())]
+    parts = [np.asarray(same, dtype=np.int64)[key]]
+    for c in JOB_FIELDS:
+        if c in codes and c not in present:
+            parts.append(pd.factorize(pd.Series(values[c], dtype=object))[0][codes[c]])
+    code = combine_codes(parts)
     first = first_rows(code)
     width = _id_width(n)  # numbered here, so that assign_ids need not copy the job
     id_vals = values.get("job_id", [SKIP])
