@@ -127,7 +127,8 @@ def schedule_frame(
     (``status`` ``ok``, ``oom`` when the job did not fit its device in reality, or
     ``rejected`` when no device fit it)."""
     names = np.array(list(cluster.devices) + [""], dtype=object)
-    st = np.where(device < 0, "rejected", "ok").astype(object)
+    # one shared str per label (astype(object) made a str object per row: 60 MB for 10**6)
+    st = np.array(["ok", "rejected"], dtype=object)[(device < 0).astype(np.intp)]
     if status is not None:
         st = np.where((device >= 0) & (status != "ok"), status, st)
     return pd.DataFrame({

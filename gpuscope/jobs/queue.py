@@ -126,7 +126,10 @@ def _stripped(cells: Sequence[str]) -> list[str]:
     arr = pa.array(cells, type=pa.large_string())
     if len(cells) < 64 or not pc.all(pc.string_is_ascii(arr)).as_py():
         return [u.strip() for u in cells]
-    return list(pc.utf8_trim(arr, characters=_ASCII_SPACE).to_pylist())
+    trimmed = pc.utf8_trim(arr, characters=_ASCII_SPACE)
+    if pc.all(pc.equal(trimmed, arr)).as_py():  # nothing to strip: keep the cells' strings
+        return list(cells)
+    return list(trimmed.to_pylist())
 
 
 def _csv_columns(path: Path) -> JobColumns:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from gpuscope.core.targets import TARGETS
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from gpuscope.jobs.spec import JobSpec
@@ -151,7 +152,7 @@ def save(predictor: Predictor, path: str | Path) -> Path:
 
 
 def domain_warning(pred: pd.DataFrame, what: str = "jobs",
-                   weights: Sequence[int] | None = None) -> str | None:
+                   weights: Sequence[int] | np.ndarray | None = None) -> str | None:
     """One line when rows of a prediction frame lie outside their checkpoint's training domain
     (``in_domain`` / ``domain_reason``), or, when none does, when some rows' checkpoint
     records no domain (``guard.NO_DOMAIN``), else None. ``what`` names the rows; with a
