@@ -123,8 +123,11 @@ def _stripped(cells: Sequence[str]) -> list[str]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    arr = pa.array(cells, type=pa.large_string())
-    if len(cells) < 64 or not pc.all(pc.string_is_ascii(arr)).as_py():
+    try:
+        arr = pa.array(cells, type=pa.large_string()) if len(cells) >= 64 else None
+    except (pa.ArrowException, UnicodeError):  # a lone surrogate is no UTF-8
+        arr = None
+    if arr is None or not pc.all(pc.string_is_ascii(arr)).as_py():
         return [u.strip() for u in cells]
     trimmed = pc.utf8_trim(arr, characters=_ASCII_SPACE)
     if pc.all(pc.equal(trimmed, arr)).as_py():  # nothing to strip: keep the cells' strings
