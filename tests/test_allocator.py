@@ -126,6 +126,24 @@ def test_simulation_matches_reference(k: int) -> None:
             np.testing.assert_allclose(s.start, _reference_sim(arr, dur, key, k))
 
 
+def test_fifo_simulation_is_the_heap_simulation() -> None:
+    """The FIFO path (waiting jobs by a pointer) starts the same jobs on the same GPUs at the
+    same times as the general heap path, ties of arrival and of free times included."""
+    from gpuscope.allocator.simulate import _simulate_heap, _simulate_in_arrival_order
+
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        n, k = int(rng.integers(1, 50)), int(rng.integers(1, 5))
+        arr = np.round(rng.uniform(0, 30, n)) if trial % 2 else rng.uniform(0, 30, n)
+        dur = np.round(rng.uniform(0, 8, n)) if trial % 3 else rng.uniform(0, 8, n)
+        by_arrival = np.lexsort((np.arange(n), arr))
+        a = _simulate_in_arrival_order(arr, dur, by_arrival, k, np.empty(n),
+                                       np.empty(n, dtype=np.int64))
+        b = _simulate_heap(arr, dur, arr, by_arrival, k, np.empty(n), np.empty(n, dtype=np.int64))
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+
+
 def _synthetic(n_jobs=40, devices=SEED3, seed=0):
     jobs = table_jobs(4)[:n_jobs]
     pred, truth = synthetic_tables(jobs, devices, seed=seed)

@@ -111,7 +111,8 @@ def allocate(
     col = np.clip(pl.device, 0, None)
     actual, fits, source = _durations(truth, pred)
     dur = actual[rows, col]
-    status = None if fits is None else np.where(fits[rows, col], "ok", "oom").astype(object)
+    status = (None if fits is None else
+              np.array(["oom", "ok"], dtype=object)[fits[rows, col].astype(np.intp)])
     sched = simulate(cluster, pl.device, arrivals, dur, keys)
     frame = schedule_frame(_ids(pred, driple, truth), cluster, pl.device, arrivals, sched,
                            status)
@@ -131,7 +132,8 @@ def _online(policy: str, cluster: ClusterSpec, arrivals: np.ndarray,
     on = simulate_online(cluster, arrivals, est, actual, preempt=preempt, restart_s=restart_s)
     rows = np.arange(len(on.device))
     col = np.clip(on.device, 0, None)
-    status = None if fits is None else np.where(fits[rows, col], "ok", "oom").astype(object)
+    status = (None if fits is None else
+              np.array(["oom", "ok"], dtype=object)[fits[rows, col].astype(np.intp)])
     sched = Schedule(on.start, on.finish, on.gpu)
     frame = schedule_frame(_ids(pred, truth), cluster, on.device, arrivals, sched, status)
     frame.insert(4, "first_start_s", on.first_start)

@@ -198,11 +198,11 @@ def _allocate(args: argparse.Namespace) -> int:
     elif args.policy == "all":
         policies = [p for p in policies if p != "driple" or _has_driple(args, cluster)]
 
-    from gpuscope.allocator.inputs import check_devices, load_jobs, prepare, prepare_trace
+    from gpuscope.allocator.inputs import check_devices, load_job_columns, prepare, prepare_trace
     from gpuscope.allocator.report import write_allocation
     from gpuscope.jobs.queue import check_sources
 
-    jobs = []
+    cols = None
     if trace:
         from gpuscope.allocator.trace import read_trace
 
@@ -210,10 +210,11 @@ def _allocate(args: argparse.Namespace) -> int:
                             args.truth, args.estimates)
     else:
         check_devices(cluster)
-        jobs = load_jobs(args.jobs, _steps(args, cluster))
-        check_sources(jobs, args.jobs)  # model files and factories, before torch loads
-        phase(f"predicting {len(jobs):,} jobs on {len(cluster.devices)} GPU types")
-        inp = prepare(jobs, cluster, _models(args), args.truth, policies)
+        cols = load_job_columns(args.jobs, _steps(args, cluster))  # distinct jobs + row arrays
+        check_sources(cols, args.jobs)  # model files and factories, before torch loads
+        phase(f"predicting {len(cols):,} jobs ({len(cols.distinct):,} distinct) on "
+              f"{len(cluster.devices)} GPU types")
+        inp = prepare(cols, cluster, _models(args), args.truth, policies)
     _restart(args, inp)
     phase(f"placing and simulating {inp.n_jobs:,} jobs: {len(policies)} policies x "
           f"{len(orders)} orders")
@@ -233,7 +234,7 @@ def _allocate(args: argparse.Namespace) -> int:
                            cluster=args.cluster if is_file else None,
                            state_dir=args.slurm_state_dir, dry_workload=args.dry_workload,
                            time_scale=time_scale(args.time_scale), command=args.command,
-                           jobs={str(j.job_id): j for j in jobs})
+                           jobs={} if cols is None else {str(j.job_id): j for j in cols.rows()})
         print(submitted_line(sub, meta, args.out))
     return 0
 

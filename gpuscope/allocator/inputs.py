@@ -37,7 +37,8 @@ from gpuscope.cluster.counts import ClusterSpec
 from gpuscope.core.data import bundled
 from gpuscope.core.errors import InputError
 from gpuscope.core.targets import RESOURCES
-from gpuscope.jobs.queue import read_queue
+from gpuscope.jobs.columns import JobColumns
+from gpuscope.jobs.queue import read_queue, read_queue_columns
 from gpuscope.jobs.spec import JobSpec, table_jobs
 
 #: Queue names accepted instead of a file: seed 001's workloads.
@@ -83,6 +84,8 @@ class AllocationInputs:
         arrival: arrival times when ``jobs`` is empty; kinds: job type per job (figures);
         restart_s: checkpoint-restart cost per (job, type) for ``--preempt``;
         planned_on: what ``pred`` is, in words (every table says it).
+        columns: the queue as distinct jobs and per-row arrays, when it was read that way
+            (``jobs`` is then empty: see ``arrivals`` and ``job_kinds``).
     """
 
     jobs: list[JobSpec]
@@ -96,11 +99,14 @@ class AllocationInputs:
     kinds: list[str] = field(default_factory=list)
     restart_s: np.ndarray | None = None
     planned_on: str = "predicted"
+    columns: JobColumns | None = None
 
     @property
     def arrivals(self) -> np.ndarray:
         if self.arrival is not None:
             return np.asarray(self.arrival, dtype=float)
+        if self.columns is not None:
+            return self.columns.arrival_s
         return np.array([j.arrival_s for j in self.jobs], dtype=float)
 
     @property
@@ -109,7 +115,11 @@ class AllocationInputs:
 
     @property
     def job_kinds(self) -> list[str]:
-        return list(self.kinds) if self.kinds else [j.model for j in self.jobs]
+        if self.kinds:
+            return list(self.kinds)
+        if self.columns is not None:
+            return [str(m) for m in self.columns.column("model")]
+        return [j.model for j in self.jobs]
 
 
 def load_jobs(spec: str, steps_per_epoch: int | None = None) -> list[JobSpec]:
@@ -121,12 +131,23 @@ def load_jobs(spec: str, steps_per_epoch: int | None = None) -> list[JobSpec]:
         return seed_workload(112, steps_per_epoch=steps_per_epoch)
     if spec == "table8":
         return table8_jobs(steps_per_epoch)
+    return read_queue(_queue_path(spec))
+
+
+def load_job_columns(spec: str, steps_per_epoch: int | None = None) -> JobColumns:
+    """:func:`load_jobs` as columns (a queue file is never expanded to one object a row)."""
+    if spec in NAMED_QUEUES:
+        return JobColumns.from_jobs(load_jobs(spec, steps_per_epoch))
+    return read_queue_columns(_queue_path(spec))
+
+
+def _queue_path(spec: str) -> str:
     if not Path(spec).exists():
         raise InputError(
             f"job queue {spec} not found (give a .csv/.json queue, a .trace file, or one of "
             f"{', '.join(NAMED_QUEUES)})"
         )
-    return read_queue(spec)
+    return spec
 
 
 def check_devices(cluster: ClusterSpec) -> None:
@@ -193,7 +214,7 @@ def _queue_truth(jobs: Sequence[JobSpec], cluster: ClusterSpec,
 
 
 def prepare(
-    jobs: Sequence[JobSpec],
+    jobs: Sequence[JobSpec] | JobColumns,
     cluster: ClusterSpec,
     model_dir: str | Path | ModelSet,
     truth_dir: str | Path | None,
@@ -201,7 +222,9 @@ def prepare(
 ) -> AllocationInputs:
     """Predict (full targets, plus Driple targets when ``driple`` is asked) and load truth
     (a datasets folder or a truth table); ``notes``: the GPU types the multi-device checkpoint
-    predicts, out-of-domain rows."""
+    predicts, out-of-domain rows. Each distinct job is predicted once and its row of each
+    table repeated for the rows that share it (a prediction depends on the job, not on its
+    id, arrival, due date or weight)."""
     need_pred = any(not p.startswith("oracle") for p in policies)
     need_driple = "driple" in policies
     if need_pred:
@@ -211,16 +234,37 @@ def prepare(
     oracles = [p for p in policies if p.startswith("oracle")]
     if oracles and truth_dir is None:
         raise InputError(f"policy {oracles[0]} needs ground truth: give --truth")
-    truth = None if truth_dir is None else _queue_truth(jobs, cluster, truth_dir)
+    rows = list(jobs) if not isinstance(jobs, JobColumns) else None
+    cols = jobs if isinstance(jobs, JobColumns) else JobColumns.from_jobs(_with_ids(rows or []))
+    truth = None
+    if truth_dir is not None:
+        truth = _queue_truth(rows if rows is not None else cols.rows(), cluster, truth_dir)
     ds = graph_source(truth_dir)
-    pred = predict_queue(jobs, cluster.devices, model_dir, datasets=ds) if need_pred else None
-    driple = (predict_queue(jobs, cluster.devices, model_dir, driple=True, datasets=ds)
+    pred = (predict_queue(cols.distinct, cluster.devices, model_dir, datasets=ds)
+            if need_pred else None)
+    driple = (predict_queue(cols.distinct, cluster.devices, model_dir, driple=True, datasets=ds)
               if need_driple else None)
     notes = [model_set(model_dir).fallback_note(cluster.devices) if need_pred else None,
-             domain_warning(pred) if pred is not None else None]
-    inp = build_inputs(jobs, cluster, pred, driple, truth)
-    inp.notes = tuple(n for n in notes if n)
+             None if pred is None else domain_warning(pred, _row_counts(cols, pred))]
+    first = build_inputs(cols.distinct, cluster, pred, driple, None)
+    inp = AllocationInputs(
+        rows or [], cluster,
+        None if first.pred is None else first.pred.take(cols.code, cols.job_id),
+        None if first.driple is None else first.driple.take(cols.code, cols.job_id),
+        _truth_table(truth, cols.job_id, cluster.devices), first.mem_total_mb,
+        notes=tuple(n for n in notes if n), columns=None if rows is not None else cols)
     return inp
+
+
+def _row_counts(cols: JobColumns, pred: pd.DataFrame) -> np.ndarray:
+    """How many queue rows each row of a prediction frame of the distinct jobs stands for."""
+    at = pd.Index([j.job_id for j in cols.distinct]).get_indexer(pred["job_id"])
+    return np.where(at >= 0, cols.counts[at], 0)
+
+
+def _with_ids(jobs: Sequence[JobSpec]) -> list[JobSpec]:
+    queue_ids(jobs)  # a job without an id: the one-line error of the per-row path
+    return list(jobs)
 
 
 def prepare_trace(

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from gpuscope.allocator.names import DEFAULT_MODEL_DIR
@@ -110,9 +111,10 @@ def predict_queue(
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, copy=False)
 
 
-def domain_warning(pred: pd.DataFrame) -> str | None:
+def domain_warning(pred: pd.DataFrame, weights: Sequence[int] | np.ndarray | None = None) -> str | None:
     """The predictor's out-of-domain line for a cluster's (job, device) predictions: the
-    allocation then rests on extrapolated times (``gpuscope.predictor.domain_warning``)."""
+    allocation then rests on extrapolated times (``gpuscope.predictor.domain_warning``);
+    ``weights``: the queue rows each prediction row stands for."""
     from gpuscope.predictor import domain_warning as warn
 
-    return warn(pred, what="(job, device) predictions")
+    return warn(pred, what="(job, device) predictions", weights=weights)

@@ -52,6 +52,17 @@ def _simulate_type(
         start[by_arrival] = fin - d
         gpu[:] = 0
         return start, start + dur, gpu
+    if np.array_equal(np.lexsort((np.arange(n), key)), by_arrival):
+        return _simulate_in_arrival_order(arr, dur, by_arrival, k, start, gpu)
+    return _simulate_heap(arr, dur, key, by_arrival, k, start, gpu)
+
+
+def _simulate_heap(arr: np.ndarray, dur: np.ndarray, key: np.ndarray, by_arrival: np.ndarray,
+                   k: int, start: np.ndarray, gpu: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_simulate_type` in any priority order: a heap of GPU free times and a heap of
+    waiting jobs."""
+    n = len(arr)
     free = [(0.0, g) for g in range(k)]
     ready: list[tuple[float, int]] = []
     i = 0
@@ -73,6 +84,36 @@ def _simulate_type(
         gpu[j] = g
         push(free, (t + dur_l[j], g))
         started += 1
+    return start, start + dur, gpu
+
+
+def _simulate_in_arrival_order(arr: np.ndarray, dur: np.ndarray, by_arrival: np.ndarray, k: int,
+                               start: np.ndarray, gpu: np.ndarray
+                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_simulate_type` when the priority order (key, index) is the arrival order
+    (FIFO): the waiting jobs start in arrival order, so a pointer replaces the heap of
+    waiting jobs (10**6 jobs on a busy cluster kept ~10**6 heap entries, ~150 MB). The
+    same events in the same order, hence the same GPUs and times."""
+    n = len(arr)
+    free = [(0.0, g) for g in range(k)]
+    arr_l, dur_l = arr[by_arrival].tolist(), dur[by_arrival].tolist()
+    first = np.empty(n)
+    where = np.empty(n, dtype=np.int64)
+    push, pop = heapq.heappush, heapq.heappop
+    i = h = 0  # i: jobs arrived by now; h: jobs started (the next to start is the h-th)
+    while h < n:
+        t, g = pop(free)  # event times are popped in non-decreasing order
+        while i < n and arr_l[i] <= t:
+            i += 1
+        if h == i:  # nothing waits: this GPU idles until the next arrival
+            push(free, (arr_l[i], g))
+            continue
+        first[h] = t
+        where[h] = g
+        push(free, (t + dur_l[h], g))
+        h += 1
+    start[by_arrival] = first
+    gpu[by_arrival] = where
     return start, start + dur, gpu
 
 
@@ -127,7 +168,8 @@ def schedule_frame(
     (``status`` ``ok``, ``oom`` when the job did not fit its device in reality, or
     ``rejected`` when no device fit it)."""
     names = np.array(list(cluster.devices) + [""], dtype=object)
-    st = np.where(device < 0, "rejected", "ok").astype(object)
+    # one shared str per label (astype(object) made a str object per row: 60 MB for 10**6)
+    st = np.array(["ok", "rejected"], dtype=object)[(device < 0).astype(np.intp)]
     if status is not None:
         st = np.where((device >= 0) & (status != "ok"), status, st)
     return pd.DataFrame({

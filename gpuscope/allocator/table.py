@@ -8,7 +8,7 @@ order, columns in cluster order, so a policy is a few vectorised numpy operation
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,14 +28,15 @@ class JobDeviceTable:
     Attributes:
         job_ids: queue order.
         devices: column order (the cluster's device types).
-        values: target name -> ``(n_jobs, n_devices)`` float array (NaN where unknown).
+        values: target name -> ``(n_jobs, n_devices)`` float array (NaN where unknown); for a
+            queue of repeated jobs (:meth:`take`) each array is built when read.
         fits: ``(n_jobs, n_devices)`` bool: the job is expected to fit the device's memory.
         source: ``predicted``, ``measured`` or ``emulated`` (what the numbers are).
     """
 
     job_ids: np.ndarray
     devices: tuple[str, ...]
-    values: dict[str, np.ndarray]
+    values: Mapping[str, np.ndarray]
     fits: np.ndarray
     source: str = "predicted"
     meta: dict[str, str] = field(default_factory=dict)
@@ -54,6 +55,15 @@ class JobDeviceTable:
 
     def has(self, target: str) -> bool:
         return target in self.values
+
+    def take(self, rows: np.ndarray, job_ids: Sequence[str]) -> JobDeviceTable:
+        """The table of a queue whose row ``i`` is this table's job ``rows[i]``, named
+        ``job_ids[i]`` (a distinct job's predictions repeated for each row that shares it)."""
+        ids = np.asarray(job_ids, dtype=object)
+        if len(ids) != len(rows):
+            raise ValueError(f"{len(rows)} rows, {len(ids)} job ids")
+        return JobDeviceTable(ids, self.devices, _Taken(self.values, rows), self.fits[rows],
+                              self.source, dict(self.meta))
 
     @classmethod
     def from_frame(
@@ -106,6 +116,24 @@ class JobDeviceTable:
         elif fits_column == "status" and "status" in sub.columns:
             fits[ji, di] = (sub["status"].astype(str) == "ok").to_numpy()
         return cls(ids, devices, values, fits, source)
+
+
+class _Taken(Mapping[str, np.ndarray]):
+    """``{k: v[rows] for k, v in values.items()}``, each array built when read, so a queue of
+    10**6 rows of a few hundred jobs holds its ~20 targets once per distinct job (a policy
+    reads one or two of them)."""
+
+    def __init__(self, values: Mapping[str, np.ndarray], rows: np.ndarray) -> None:
+        self._values, self._rows = values, rows
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self._values[key][self._rows]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
 
 
 def queue_ids(jobs: Iterable[JobSpec]) -> list[str]:

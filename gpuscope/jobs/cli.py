@@ -64,14 +64,16 @@ def _template(a: argparse.Namespace) -> int:
 
 
 def _check(a: argparse.Namespace) -> int:
-    from gpuscope.jobs.queue import check_sources, read_queue
+    from gpuscope.jobs.queue import check_sources, read_queue_columns
 
-    jobs = read_queue(a.queue)
-    check_sources(jobs, a.queue)  # files and factory names, read without running them
-    # one buffered write, not a print per job (10**6 prints took 8 s)
-    sys.stdout.writelines(
-        f"{j.job_id}: {j.model} ({j.source}) {j.dataset} {j.optimizer} b{j.batch_size}"
-        f" x{j.grad_accum} {j.precision} {j.epochs} epoch(s), {j.total_steps:,} steps\n"
-        for j in jobs)
-    print(f"{len(jobs)} jobs OK")
+    cols = read_queue_columns(a.queue)  # distinct jobs and per-row arrays
+    check_sources(cols, a.queue)  # files and factory names, read without running them
+    # each distinct job's line once; a row's line is its id and that text, in one buffered
+    # write (10**6 prints took 8 s, 10**6 formatted jobs 6 s)
+    tail = [f": {j.model} ({j.source}) {j.dataset} {j.optimizer} b{j.batch_size}"
+            f" x{j.grad_accum} {j.precision} {j.epochs} epoch(s), {j.total_steps:,} steps\n"
+            for j in cols.distinct]
+    sys.stdout.write("".join(map(str.__add__, cols.job_id, map(tail.__getitem__,
+                                                                 cols.code.tolist()))))
+    print(f"{len(cols)} jobs OK")
     return 0

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from gpuscope.core.targets import TARGETS
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from gpuscope.jobs.spec import JobSpec
@@ -150,27 +151,33 @@ def save(predictor: Predictor, path: str | Path) -> Path:
     return predictor.save(path)
 
 
-def domain_warning(pred: pd.DataFrame, what: str = "jobs") -> str | None:
+def domain_warning(pred: pd.DataFrame, what: str = "jobs",
+                   weights: Sequence[int] | np.ndarray | None = None) -> str | None:
     """One line when rows of a prediction frame lie outside their checkpoint's training domain
     (``in_domain`` / ``domain_reason``), or, when none does, when some rows' checkpoint
     records no domain (``guard.NO_DOMAIN``), else None. ``what`` names the rows; with a
-    ``device`` column holding several devices the example names its device too."""
+    ``device`` column holding several devices the example names its device too. ``weights``:
+    how many rows each row stands for (a distinct job's prediction shared by queue rows)."""
+    import numpy as np
+
     from gpuscope.predictor.guard import NO_DOMAIN
 
     if pred.empty:
         return None
-    bad = pred[~pred["in_domain"].astype(bool)]
-    if bad.empty:
-        unchecked = pred[pred["domain_reason"].astype(str) == NO_DOMAIN]
-        if unchecked.empty:
+    w = np.ones(len(pred), np.int64) if weights is None else np.asarray(weights, np.int64)
+    out = ~pred["in_domain"].astype(bool).to_numpy()
+    total = int(w.sum())
+    if not out.any():
+        none = (pred["domain_reason"].astype(str) == NO_DOMAIN).to_numpy()
+        if not none.any():
             return None
-        devs = sorted(set(unchecked["device"].astype(str)))
+        devs = sorted(set(pred.loc[none, "device"].astype(str)))
         many = len(devs) > 1
         return (f"warning: the checkpoint{'s' if many else ''} of {', '.join(devs)} "
-                f"record{'' if many else 's'} no training domain: {len(unchecked)} of "
-                f"{len(pred)} {what} are not checked against it (column domain_reason)")
-    first = bad.iloc[0]
+                f"record{'' if many else 's'} no training domain: {int(w[none].sum())} of "
+                f"{total} {what} are not checked against it (column domain_reason)")
+    first = pred[out].iloc[0]
     where = f" on {first['device']}" if pred["device"].nunique() > 1 else ""
-    return (f"warning: {len(bad)} of {len(pred)} {what} lie outside the checkpoint's training "
-            f"domain (column in_domain; e.g. {first['job_id']}{where}: "
+    return (f"warning: {int(w[out].sum())} of {total} {what} lie outside the checkpoint's "
+            f"training domain (column in_domain; e.g. {first['job_id']}{where}: "
             f"{first['domain_reason']})")

@@ -114,12 +114,24 @@ def _unescape_frame(df: pd.DataFrame) -> pd.DataFrame:
 
 def csv_text(df: pd.DataFrame, index: bool = False, **kw: Any) -> str:
     """``df`` as CSV text with spreadsheet-safe cells."""
+    out, kw = _csv_ready(df, kw)
+    return str(out.to_csv(index=index, **kw))
+
+
+def write_csv_file(df: pd.DataFrame, path: PathLike, index: bool = False, **kw: Any) -> None:
+    """Write :func:`csv_text` of ``df`` to ``path`` (UTF-8) in pandas' chunks, never holding
+    the whole text (a 10**6-row plan is ~100 MB of text, twice that as str and bytes)."""
+    out, kw = _csv_ready(df, kw)
+    out.to_csv(path, index=index, encoding="utf-8", **kw)
+
+
+def _csv_ready(df: pd.DataFrame, kw: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
     out = escape_frame(df)
     # a cell holding a carriage return is quoted only when CR is part of the line ending
     cr = any(m is not None and bool(m.any()) for m in
              (_text_containing(out[c], "\r") for c in out.columns))
     kw.setdefault("lineterminator", "\r\n" if cr else "\n")
-    return str(out.to_csv(index=index, **kw))
+    return out, kw
 
 
 def read_csv(path: PathLike, what: str = "CSV file", columns: Sequence[Column] = (),

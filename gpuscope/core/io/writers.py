@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuscope.core.errors import InputError
 from gpuscope.core.io.readers import PathLike, file_kind, why
-from gpuscope.core.io.tables import csv_text
+from gpuscope.core.io.tables import write_csv_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -262,9 +262,8 @@ def write_table(df: pd.DataFrame, path: PathLike, inputs: Iterable[PathLike | No
     if Path(path).suffix.lower() == ".parquet":
         return replace_atomically(path, lambda t: df.to_parquet(t, index=index, **kw), inputs,
                                   what, check=check)
-    return replace_atomically(
-        path, lambda t: t.write_text(csv_text(df, index=index, **kw), encoding="utf-8"), inputs,
-        what, check=check)
+    return replace_atomically(path, lambda t: write_csv_file(df, t, index=index, **kw), inputs,
+                              what, check=check)
 
 
 def write_figure(fig: Any, path: PathLike, inputs: Iterable[PathLike | None] = (),
