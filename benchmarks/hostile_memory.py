@@ -42,13 +42,22 @@ QUEUE_HEADER = "job_id,model,dataset,optimizer,batch_size,epochs,steps_per_epoch
 
 
 def bounds() -> dict[str, int | None]:
-    """gpuscope's default bounds, as the code under test states them (None: no such bound)."""
+    """gpuscope's default bounds, as the code under test states them (a bound it does not
+    have falls back to the one that applied before: the file bound; None for a count)."""
     from gpuscope.core.io import checkpoints, readers
+
+    file = readers.input_limit()
+
+    def mb(module: object, name: str) -> int:
+        return readers.input_limit(getattr(module, name)) if hasattr(module, name) else file
 
     values = getattr(readers, "value_limit", None)
     pickle = getattr(checkpoints, "pickle_limit", None)
-    return {"file": readers.input_limit(), "toml": readers.input_limit(readers.MAX_TOML_MB),
-            "values": values() if values else None, "pickle": pickle() if pickle else None}
+    checkpoint = mb(checkpoints, "MAX_CHECKPOINT_MB")
+    return {"file": file, "text": mb(readers, "MAX_TEXT_MB"),
+            "toml": readers.input_limit(readers.MAX_TOML_MB), "checkpoint": checkpoint,
+            "pickle": min(pickle(), checkpoint) if pickle else checkpoint,
+            "values": values() if values else None}
 
 
 # -- writers of hostile files -----------------------------------------------------------
@@ -67,12 +76,13 @@ def _hex_cells(start: int, n: int, width: int, ncol: int) -> bytes:
 
 
 def _count_and_width(room: int, values: int | None, per: int = 1) -> tuple[int, int]:
-    """Most items of at least 7 hex chars (+``per`` bytes of syntax each) in ``room`` bytes,
-    at most ``values``; the width that fills ``room`` with that many."""
-    n = room // (7 + per)
+    """Most items of at least 6 hex chars (16.7 million distinct; +``per`` bytes of syntax
+    each) in ``room`` bytes, at most ``values``; the width that fills ``room`` with that
+    many."""
+    n = min(room // (6 + per), 16**6)
     if values:
         n = min(n, values - 1024)
-    return n, max(7, room // n - per)
+    return n, max(6, room // n - per)
 
 
 def csv_cells(path: Path, size: int, values: int | None, header: str = QUEUE_HEADER) -> None:
@@ -114,7 +124,7 @@ def json_dicts(path: Path, size: int, values: int | None) -> None:
     """A JSON list of empty objects (about 70 bytes of Python each for 3 of text)."""
     n = (size - _MARGIN) // 3
     if values:
-        n = min(n, values - 1024)
+        n = min(n, values // 2 - 1024)  # gpuscope counts an empty object as two values
     with path.open("wb") as fh:
         fh.write(b"[")
         for s in range(0, n, 1 << 22):
@@ -249,33 +259,33 @@ def ck_zip_dicts(path: Path, size: int, _values: int | None) -> None:
 Writer = Callable[[Path, int, "int | None"], None]
 #: kind -> (file name, writer, which byte bound)
 KINDS: dict[str, tuple[str, Writer, str]] = {
-    "csv-cells": ("cells.csv", csv_cells, "file"),
-    "csv-one-line": ("line.csv", csv_one_line, "file"),
-    "csv-queue": ("queue.csv", lambda p, s, v: _valid_queue_csv(p, s, v), "file"),
-    "json-queue": ("queue.json", lambda p, s, v: _valid_queue_json(p, s, v), "file"),
-    "json-dicts": ("dicts.json", json_dicts, "file"),
-    "json-strings": ("strings.json", json_strings, "file"),
-    "gzip-bomb": ("bomb.json.gz", gzip_bomb, "file"),
+    "csv-cells": ("cells.csv", csv_cells, "text"),
+    "csv-one-line": ("line.csv", csv_one_line, "text"),
+    "csv-queue": ("queue.csv", lambda p, s, v: _valid_queue_csv(p, s, v), "text"),
+    "json-queue": ("queue.json", lambda p, s, v: _valid_queue_json(p, s, v), "text"),
+    "json-dicts": ("dicts.json", json_dicts, "text"),
+    "json-strings": ("strings.json", json_strings, "text"),
+    "gzip-bomb": ("bomb.json.gz", gzip_bomb, "text"),
     "toml-tables": ("tables.toml", toml_tables, "toml"),
     "toml-strings": ("strings.toml", toml_strings, "toml"),
-    "loss-log": ("loss.csv", loss_log, "file"),
+    "loss-log": ("loss.csv", loss_log, "text"),
     "parquet-labels": ("ds", parquet_labels, "file"),
     "parquet-kernels": ("kernels.parquet", parquet_kernels, "file"),
-    "ck-tensor": ("tensor.pt", ck_tensor, "file"),
-    "ck-legacy-dicts": ("legacy.pt", ck_legacy_dicts, "file"),
-    "ck-zip-dicts": ("zipdicts.pt", ck_zip_dicts, "file"),
+    "ck-tensor": ("tensor.pt", ck_tensor, "checkpoint"),
+    "ck-legacy-dicts": ("legacy.pt", ck_legacy_dicts, "pickle"),
+    "ck-zip-dicts": ("zipdicts.pt", ck_zip_dicts, "pickle"),
 }
 
 
 def _valid_queue_csv(path: Path, size: int, values: int | None) -> None:
-    rows = _rows_for(size, values, 8, 47)
+    rows = _rows_for(size, values, 8, 56)
     write_queue(path, rows)
 
 
 def _valid_queue_json(path: Path, size: int, values: int | None) -> None:
     row = ('{"job_id":"q%d","model":"resnet20","dataset":"cifar10","optimizer":"sgd",'
            '"batch_size":128,"epochs":1,"steps_per_epoch":100,"arrival_s":%d}')
-    rows = _rows_for(size, values, 17, len(row) + 6)
+    rows = _rows_for(size, values, 17, len(row) + 16)
     with path.open("w") as fh:
         fh.write("[" + ",".join(row % (i, i) for i in range(rows)) + "]")
 
@@ -419,7 +429,7 @@ def main() -> int:
     cases = [c for i, c in enumerate(CASES) if (not a.quick or i in QUICK)
              and a.only.lower() in c[0].lower()]
     b = bounds()
-    print("bounds: " + ", ".join(f"{k} {v / 2**20:.0f} MB" if k != "values" else f"{k} {v:,}"
+    print("bounds: " + ", ".join(f"{k} {v / 2**20:g} MB" if k != "values" else f"{k} {v:,}"
                                  for k, v in b.items() if v), flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="gpuscope-hostile-") as tmp:
