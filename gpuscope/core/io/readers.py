@@ -21,7 +21,6 @@ from __future__ import annotations
 import codecs
 import json
 import os
-import re
 import stat
 import sys
 import zlib
@@ -269,28 +268,45 @@ def depth_of(obj: Any, limit: int = MAX_DEPTH) -> int:
     return deepest
 
 
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_NOT_SYNTAX = bytes(b for b in range(256) if b not in b"[]{},:")
-
-
 def json_shape(text: str | bytes, max_values: int | None = None) -> tuple[int, int]:
-    """(values, deepest nesting) of JSON text, read off the text at C speed before anything
-    parses it: strings removed, brackets, commas and colons kept; every value (and key) but
-    the first follows one of them. The depth is not computed (0) once the values pass
-    ``max_values``. Memory: two copies of the text without its strings, and 5 bytes a
-    bracket."""
+    """(values, deepest nesting) of JSON text, read off its bytes with numpy before anything
+    parses it, 4 MB at a time (a few tens of MB of scratch whatever the size): outside
+    strings (quotes not escaped by an odd run of backslashes), every value or key but the
+    first follows a comma, a colon or an opening bracket (an empty container counts two).
+    The depth is not computed (0) once the values pass ``max_values``."""
     import numpy as np
 
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    syntax = _JSON_STRING.sub(b"", raw).translate(None, _NOT_SYNTAX)
-    brackets = syntax.translate(None, b",:")
-    values = len(syntax) - brackets.count(b"]") - brackets.count(b"}") + 1
-    del syntax
-    if not brackets or (max_values is not None and values > max_values):
-        return values, 0
-    b = np.frombuffer(brackets, dtype=np.uint8)
-    step = ((b == ord("[")) | (b == ord("{"))).view(np.int8) * np.int8(2) - np.int8(1)
-    return values, int(np.cumsum(step, dtype=np.int32).max())
+    values, depth, deepest, inside, at, n = 1, 0, 0, 0, 0, len(raw)
+    while at < n:
+        end = min(at + _CHUNK * 4, n)
+        while end < n and raw[end - 1] == 0x5C:  # a run of backslashes stays in one chunk
+            end += 1
+        b = np.frombuffer(raw, dtype=np.uint8, count=end - at, offset=at)
+        quote = b == 0x22
+        slashes = np.flatnonzero(b == 0x5C)
+        if len(slashes):  # the character after an odd run of backslashes is escaped
+            cut = np.flatnonzero(np.diff(slashes) != 1)
+            first = slashes[np.r_[0, cut + 1]]
+            after = slashes[np.r_[cut, len(slashes) - 1]] + 1
+            escaped = after[((after - first) % 2 == 1) & (after < len(b))]
+            quote[escaped] = False
+        parity = np.cumsum(quote, dtype=np.int32)
+        outside = (parity + inside) % 2 == 0
+        inside = int(parity[-1] + inside) % 2
+        del parity
+        opening = outside & ((b == 0x5B) | (b == 0x7B))
+        closing = outside & ((b == 0x5D) | (b == 0x7D))
+        values += int(np.count_nonzero(outside & ((b == 0x2C) | (b == 0x3A))))
+        values += int(np.count_nonzero(opening))
+        if max_values is not None and values > max_values:
+            return values, 0
+        at = end
+        brackets = np.flatnonzero(opening | closing)
+        if len(brackets):
+            level = np.cumsum(np.where(opening[brackets], 1, -1), dtype=np.int64) + depth
+            deepest, depth = max(deepest, int(level.max())), int(level[-1])
+    return values, deepest
 
 
 def json_depth(text: str | bytes) -> int:
