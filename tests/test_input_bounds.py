@@ -1,4 +1,4 @@
-"""Bounds proportionate to what parsing costs (``gpuscope.core.io``): text 64 MB, TOML 4 MB,
+"""Bounds proportionate to what parsing costs (``gpuscope.core.io``): text 64 MB, TOML 1 MB,
 checkpoints 64 MB with a 1 MB pickle, values (CSV and parquet cells, JSON values) and
 distinct text cells counted before or while parsing. Each refusal is exit 2 and one line
 naming the file, the bound and the environment variable that changes it; small bounds set
@@ -85,7 +85,7 @@ def test_distinct_text_cells_counted_while_parsing(tmp_path: Path, monkeypatch,
 
 def test_text_and_toml_bounds_by_format(tmp_path: Path, capfd: pytest.CaptureFixture[str]
                                         ) -> None:
-    """At the defaults: text over 64 MB and TOML over 4 MB refused unread (sparse files)."""
+    """At the defaults: text over 64 MB and TOML over 1 MB refused unread (sparse files)."""
     big = tmp_path / "q.csv"
     with open(big, "wb") as fh:
         fh.truncate(65 * 2**20)
@@ -93,9 +93,9 @@ def test_text_and_toml_bounds_by_format(tmp_path: Path, capfd: pytest.CaptureFix
               "$GPUSCOPE_MAX_INPUT_MB")
     camp = tmp_path / "c.toml"
     with open(camp, "wb") as fh:
-        fh.truncate(5 * 2**20)
+        fh.truncate(2 * 2**20)
     _one_line(["emulate", str(camp), "--devices", "v100", "--out", str(tmp_path / "em"),
-               "--quiet"], capfd, str(camp), "4.0 MB")
+               "--quiet"], capfd, str(camp), "1.0 MB")
     with pytest.raises(InputError, match="64.0 MB"):
         read_json(big)
 

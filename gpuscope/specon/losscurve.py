@@ -92,14 +92,23 @@ def preset_points(model: str, n: int = 200) -> tuple[np.ndarray, np.ndarray]:
     return p, np.asarray(preset(model)(p))
 
 
+#: Most points a loss curve is fitted on (a log of one row per step can hold millions).
+MAX_FIT_POINTS: int = 100_000
+
+
 def fit(p: np.ndarray, loss: np.ndarray, source: str = "fit") -> LossCurve:
     """Fit ``c + 1/(a p + b)`` to (progress, loss) with bounds ≥ 0, later points weighted
-    4^segment (Optimus). Raises ``InputError`` on fewer than 4 points."""
+    4^segment (Optimus). Raises ``InputError`` on fewer than 4 points. A curve of more than
+    :data:`MAX_FIT_POINTS` points is fitted on that many, evenly spaced (the solver's
+    Jacobian costs tens of bytes a point: 5 million points took 1.5 GB)."""
     from scipy.optimize import curve_fit
 
     p, loss = np.asarray(p, float), np.asarray(loss, float)
     ok = np.isfinite(p) & np.isfinite(loss)
     p, loss = p[ok], loss[ok]
+    if len(p) > MAX_FIT_POINTS:
+        keep = np.unique(np.linspace(0, len(p) - 1, MAX_FIT_POINTS).astype(np.int64))
+        p, loss = p[keep], loss[keep]
     if len(p) < 4:
         raise InputError(f"need at least 4 loss points to fit, got {len(p)}")
     seg = np.minimum((p * 4).astype(int), 3)

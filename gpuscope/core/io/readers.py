@@ -45,8 +45,8 @@ DEFAULT_MAX_INPUT_MB: float = 256.0
 #: about 50 MB of CSV; parsed, a 7-byte cell costs 72 bytes).
 MAX_TEXT_MB: float = 64.0
 #: Default bound on a TOML document (campaigns, clusters, catalogs are a few kB; the parser is
-#: pure Python, about 3 s a MB).
-MAX_TOML_MB: float = 4.0
+#: pure Python, 3 to 8 s a MB on a loaded core, and a table costs 1 kB).
+MAX_TOML_MB: float = 1.0
 #: Environment variable overriding the bound on the values one input holds.
 MAX_VALUES_ENV: str = "GPUSCOPE_MAX_VALUES"
 #: Default bound on the values (CSV or parquet cells, JSON values) of one input: each costs
