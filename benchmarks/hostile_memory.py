@@ -366,7 +366,7 @@ def gpuscope(argv: list[str], d: Path) -> None:
 
 def valid_inputs(d: Path, cases: list[tuple[str, str, list[str]]]) -> None:
     """The valid inputs the cases name besides the hostile file."""
-    words = " ".join(" ".join(a) for _, _, a in cases)
+    words = " ".join(" ".join([k, *a]) for _, k, a in cases)  # the kinds and the argvs
     (d / "q.csv").write_text("model,dataset,optimizer,batch_size,epochs\n"
                              "lenet,cifar10,sgd,8,1\nresnet20,cifar10,adam,32,2\n")
     (d / "c.toml").write_text(
