@@ -46,11 +46,13 @@ def write_queue(path: Path, rows: int) -> int:
     return path.stat().st_size
 
 
-def run(argv: list[str], cores: int | None, timeout_s: float
+def run(argv: list[str], cores: int | None, timeout_s: float, max_mb: float | None = None
         ) -> tuple[int, float, float, float, str]:
     """(exit code, wall s, CPU s, peak RSS MB of the child and its children, last stderr
     line) of ``gpuscope argv``; the memory is sampled every 50 ms. CPU seconds (user +
-    system) tell the command's own cost apart from waiting for a shared machine's cores."""
+    system) tell the command's own cost apart from waiting for a shared machine's cores.
+    ``max_mb``: the child is killed once its memory passes this (a shared machine's
+    safety net; the peak then reads as at least ``max_mb``)."""
     import resource
 
     import psutil
@@ -73,7 +75,7 @@ def run(argv: list[str], cores: int | None, timeout_s: float
                 peak = max(peak, rss)
             except psutil.Error:
                 pass
-            if time.perf_counter() - t0 > timeout_s:
+            if time.perf_counter() - t0 > timeout_s or (max_mb and peak > max_mb * 2**20):
                 p.kill()
             time.sleep(0.05)
             rc = p.poll()
@@ -82,7 +84,9 @@ def run(argv: list[str], cores: int | None, timeout_s: float
         lines = err_fh.read().strip().splitlines()
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
-    err = f"killed after {timeout_s:g} s" if wall > timeout_s else (lines or [""])[-1]
+    err = (f"killed after {timeout_s:g} s" if wall > timeout_s
+           else f"killed above {max_mb:g} MB" if max_mb and peak > max_mb * 2**20
+           else (lines or [""])[-1])
     return rc, wall, cpu, peak / 2**20, err
 
 

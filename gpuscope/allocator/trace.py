@@ -54,10 +54,13 @@ def read_trace(path: str | Path, *, max_jobs: int | None = None,
     keeps the first ones. Job ids are ``g<line number>`` (the line in the file, from 0), so a
     slice names jobs as the whole trace does. A malformed line is one ``InputError``.
     """
-    from gpuscope.core.io import read_text
+    from gpuscope.core.io import check_values, read_text
     from gpuscope.core.limits import MAX_GPUS, MAX_SECONDS, parse_number
 
-    lines = read_text(path, "job trace").splitlines()
+    text = read_text(path, "job trace")
+    check_values(7 * (text.count("\n") + 1), "job trace", path, "fields")  # before splitting
+    lines = text.splitlines()
+    del text
     rows = []
     for i, line in enumerate(lines):
         if not line.strip():

@@ -192,6 +192,22 @@ def env_bytes(name: str) -> int | None:
     return int(mb * 2**20)
 
 
+def env_count(name: str) -> int | None:
+    """``$name`` read as a positive whole number (``10e6`` and ``10_000_000`` spell it too);
+    None when unset or blank; anything else is one :class:`InputError` line naming the
+    variable."""
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return None
+    try:
+        n = float(env.replace("_", ""))
+    except ValueError:
+        raise InputError(f"${name} must be a whole number, got {env!r}") from None
+    if not math.isfinite(n) or n < 1 or not n.is_integer():
+        raise InputError(f"${name} must be a positive whole number, got {env!r}")
+    return int(n)
+
+
 def memory_budget() -> int:
     """Bytes a command may plan to allocate: ``$GPUSCOPE_MAX_MEMORY_MB`` MB when set, else
     :data:`MEMORY_FRACTION` of psutil's available memory."""

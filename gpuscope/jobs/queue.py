@@ -297,6 +297,7 @@ def _json_jobs(path: Path) -> list[JobSpec]:
     width = _id_width(len(data))
     jobs = []
     for i, r in enumerate(data):
+        data[i] = None  # each parsed row freed once its job is built: one of the two held
         try:  # numbered here, so that assign_ids need not copy the job
             row = r if r.get("job_id") else {**r, "job_id": f"j{i:0{width}d}"}
             jobs.append(JobSpec.from_dict(_relative_to(row, path.parent)))

@@ -12,8 +12,6 @@ bounds ≥ 0 and later points weighted more (segment k of 4 gets weight 4^k, giv
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,14 +92,23 @@ def preset_points(model: str, n: int = 200) -> tuple[np.ndarray, np.ndarray]:
     return p, np.asarray(preset(model)(p))
 
 
+#: Most points a loss curve is fitted on (a log of one row per step can hold millions).
+MAX_FIT_POINTS: int = 100_000
+
+
 def fit(p: np.ndarray, loss: np.ndarray, source: str = "fit") -> LossCurve:
     """Fit ``c + 1/(a p + b)`` to (progress, loss) with bounds ≥ 0, later points weighted
-    4^segment (Optimus). Raises ``InputError`` on fewer than 4 points."""
+    4^segment (Optimus). Raises ``InputError`` on fewer than 4 points. A curve of more than
+    :data:`MAX_FIT_POINTS` points is fitted on that many, evenly spaced (the solver's
+    Jacobian costs tens of bytes a point: 5 million points took 1.5 GB)."""
     from scipy.optimize import curve_fit
 
     p, loss = np.asarray(p, float), np.asarray(loss, float)
     ok = np.isfinite(p) & np.isfinite(loss)
     p, loss = p[ok], loss[ok]
+    if len(p) > MAX_FIT_POINTS:
+        keep = np.unique(np.linspace(0, len(p) - 1, MAX_FIT_POINTS).astype(np.int64))
+        p, loss = p[keep], loss[keep]
     if len(p) < 4:
         raise InputError(f"need at least 4 loss points to fit, got {len(p)}")
     seg = np.minimum((p * 4).astype(int), 3)
@@ -127,24 +134,26 @@ def fit(p: np.ndarray, loss: np.ndarray, source: str = "fit") -> LossCurve:
 
 def read_loss_log(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """A ``step, epoch, t_s, loss`` CSV (the workloads entry point's loss log) as
-    (progress = step / last step, loss)."""
-    from gpuscope.core.io import read_text
-    from gpuscope.core.limits import MAX_INT, parse_number
+    (progress = step / last step, loss). Read through the bounded table reader, the numbers
+    checked column-wise: a row whose step or loss is not a number in range (a run killed
+    mid-write leaves a partial last row; a diverged run NaN) is skipped."""
+    import pandas as pd
+
+    from gpuscope.core.io import read_csv
+    from gpuscope.core.limits import MAX_INT
 
     path = Path(path)
-    rows = list(csv.DictReader(io.StringIO(read_text(path, "loss log"))))
-    if not rows or "step" not in rows[0] or "loss" not in rows[0]:
+    df = read_csv(path, "loss log")
+    if "step" not in df.columns or "loss" not in df.columns:
         raise InputError(f"{path}: expected a CSV with columns step, loss")
-    pts = []
-    for r in rows:  # a run killed mid-write leaves a partial last row; a diverged run NaN
-        try:
-            pts.append((parse_number(r["step"], low=0, high=MAX_INT),
-                        parse_number(r["loss"], low=-1e30, high=1e30)))
-        except (TypeError, ValueError):
-            continue
-    if not pts:
+    step, loss = (pd.to_numeric(df[c], errors="coerce").to_numpy(np.float64, na_value=np.nan)
+                  for c in ("step", "loss"))
+    del df
+    with np.errstate(invalid="ignore"):
+        ok = (step >= 0) & (step <= MAX_INT) & (np.abs(loss) <= 1e30)
+    if not ok.any():
         raise InputError(f"{path}: no readable step, loss rows")
-    step, loss = (np.array(v, dtype=np.float64) for v in zip(*pts, strict=True))
+    step, loss = step[ok], loss[ok]
     if not step.max() > 0:
         raise InputError(f"{path}: every step is 0; a loss log needs steps > 0")
     return step / step.max(), loss

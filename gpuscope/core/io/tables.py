@@ -23,7 +23,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuscope.core.errors import InputError
-from gpuscope.core.io.readers import PathLike, fmt_bytes, input_limit, read_bytes, read_text
+from gpuscope.core.io.readers import (
+    MAX_INPUT_ENV,
+    MAX_VALUES_ENV,
+    PathLike,
+    check_utf8,
+    check_values,
+    csv_cells,
+    fmt_bytes,
+    input_limit,
+    read_bytes,
+    text_bytes,
+    text_cell_limit,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,6 +44,7 @@ if TYPE_CHECKING:
 #: First characters that make a spreadsheet evaluate a cell (OWASP CSV injection).
 FORMULA_START: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
 _ESCAPED_START = (*FORMULA_START, "'")
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -141,22 +154,54 @@ def read_csv(path: PathLike, what: str = "CSV file", columns: Sequence[Column] =
     value outside its column's contract -> ``InputError``."""
     import pandas as pd
 
-    text = read_text(path, what, max_bytes)
-    if not text.strip():
+    data = text_bytes(path, what, max_bytes)
+    if data.lstrip(_BOM).isspace() or not data.lstrip(_BOM):
         raise InputError(f"{what} {path} is empty")
+    check_values(csv_cells(data, kw.get("sep", ",")), what, path, "cells")
+    check_utf8(data, what, path)
     kw.setdefault("index_col", False)
+    kw.setdefault("encoding", "utf-8-sig")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(io.StringIO(text), **kw)
+            df = _parse_csv(data, what, path, kw)
+    except InputError:
+        raise
     except pd.errors.ParserWarning:
         raise InputError(f"{what} {path}: a row has more fields than the header") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OverflowError) as e:
         msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         raise InputError(f"{what} {path} is not a valid CSV table: {msg}") from None
-    if "'" in text:  # only a quoted cell can need unescaping (a scan at C speed)
+    if b"'" in data:  # only a quoted cell can need unescaping (a scan at C speed)
         df = _unescape_frame(df)
     return check_columns(df, columns, path, what)
+
+
+#: Rows pandas parses at a time (a text cell repeated within them is one Python object).
+CSV_CHUNK_ROWS: int = 1 << 18
+
+
+def _parse_csv(data: bytes, what: str, path: PathLike, kw: dict[str, Any]) -> pd.DataFrame:
+    """``data`` parsed by pandas from the bytes in hand (a text copy would cost 4 bytes a
+    character), :data:`CSV_CHUNK_ROWS` rows at a time: a text cell is a Python object of
+    about 70 bytes unless it repeats one of its chunk, so the distinct text cells of each
+    chunk are counted as they come and a table holding more than
+    :func:`~gpuscope.core.io.readers.text_cell_limit` is refused before the rest is parsed."""
+    import pandas as pd
+
+    limit, held, parts = text_cell_limit(), 0, []
+    with pd.read_csv(io.BytesIO(data), chunksize=CSV_CHUNK_ROWS, **kw) as reader:
+        for chunk in reader:
+            held += sum(int(chunk[c].nunique()) for c in chunk.columns
+                        if chunk[c].dtype == object)
+            if held > limit:
+                raise InputError(f"{what} {path} holds over {limit:,} distinct text cells "
+                                 f"(about 70 bytes each once parsed), the limit for one input "
+                                 f"file (half of ${MAX_VALUES_ENV}; set it to change)")
+            parts.append(chunk)
+    if not parts:  # a header and no rows
+        return pd.read_csv(io.BytesIO(data), nrows=0, **kw)
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True, copy=False)
 
 
 # -- parquet -------------------------------------------------------------------------------
@@ -202,8 +247,10 @@ def _stored_arrow_schemas(data: bytes) -> list[bytes]:
 
 def read_arrow(path: PathLike, what: str = "parquet file",
                columns: list[str] | None = None, data: bytes | None = None) -> pa.Table:
-    """A parquet file as an Arrow table: bounded file and uncompressed size, no extension
-    types (refused before pyarrow parses the schema), corrupt -> ``InputError``. ``data``:
+    """A parquet file as an Arrow table: bounded file and uncompressed size, cells (rows x
+    columns, from the footer) at most :func:`~gpuscope.core.io.readers.value_limit`, no
+    extension types (refused before pyarrow parses the schema), corrupt -> ``InputError``.
+    ``data``:
     the file's bytes already in hand (``path`` then only names it)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -224,7 +271,10 @@ def read_arrow(path: PathLike, what: str = "parquet file",
         size = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
         if size > limit:
             raise InputError(f"{what} {path} holds {fmt_bytes(size)} uncompressed, over the "
-                             f"limit of {fmt_bytes(limit)} for one input file")
+                             f"limit of {fmt_bytes(limit)} for one input file (set "
+                             f"${MAX_INPUT_ENV} to change)")
+        width = md.num_columns if columns is None else len(columns)
+        check_values(md.num_rows * max(width, 1), what, path, "cells")
         table = pf.read(columns=columns)
     except InputError:
         raise

@@ -73,8 +73,9 @@ def device_rows(df: pd.DataFrame, device: str) -> pd.DataFrame:
     df = df[np.isfinite(lat) & (lat > 0)]
     unknown = sorted(set(df["op"].astype(str)) - set(OP_CLASS))
     if unknown:
-        raise InputError(f"kernel table: unknown op(s) {', '.join(unknown)}; known: "
-                         f"{', '.join(OP_CLASS)}")
+        more = f" and {len(unknown) - 5:,} more" if len(unknown) > 5 else ""
+        raise InputError(f"kernel table: unknown op(s) {', '.join(u[:40] for u in unknown[:5])}"
+                         f"{more}; known: {', '.join(OP_CLASS)}")
     if len(df) < 8:
         raise InputError(f"kernel table: {len(df)} measured row(s) of {device}; the fit needs "
                          "at least 8")

@@ -52,7 +52,9 @@ def batch_from_table(df: pd.DataFrame) -> KernelBatch:
     ops = df["op"].astype(str).to_numpy()
     bad = sorted(set(ops) - set(OP_COLUMNS))
     if bad:
-        raise InputError(f"kernel table: unknown op(s) {', '.join(bad)}; known: {', '.join(OP_COLUMNS)}")
+        more = f" and {len(bad) - 5:,} more" if len(bad) > 5 else ""
+        raise InputError(f"kernel table: unknown op(s) {', '.join(b[:40] for b in bad[:5])}"
+                         f"{more}; known: {', '.join(OP_COLUMNS)}")
     n = len(df)
     kb = KernelBatch.empty(n)
     cols: dict[str, np.ndarray] = {}
