@@ -220,6 +220,17 @@ def zero_grad_gpu_s(cost: GraphCost, device: DeviceSpec, params: EmulatorParams)
 
 
 # --- host and GPU in one step --------------------------------------------------------------
+#: Range of ``host_gpu_p`` a fit searches: 1 is the sum, 100 the max but for 0.7 % at equal
+#: times.
+HOST_GPU_P_RANGE: tuple[float, float] = (1.0, 100.0)
+
+
+def host_gpu_p_start(p: float) -> float:
+    """A fit's starting ``host_gpu_p``: the current value, kept inside the searched range
+    (the default, inf, is the plain max)."""
+    return min(max(p, 1.1), 50.0)
+
+
 def host_gpu_s(t_gpu: float, t_dispatch: float, params: EmulatorParams) -> float:
     """One step's time from its GPU time and its host dispatch time, seconds: their
     ``host_gpu_p``-norm::

@@ -32,7 +32,7 @@ from scipy.optimize import least_squares
 from gpuscope.cluster.devices import DeviceSpec
 from gpuscope.core.data import gavel_entries, gavel_throughputs, measured_table, parse_job_type
 from gpuscope.core.errors import InputError
-from gpuscope.emulator.hostwork import host_gpu_s
+from gpuscope.emulator.hostwork import HOST_GPU_P_RANGE, host_gpu_p_start, host_gpu_s
 from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import EmulatorParams
 from gpuscope.emulator.perf import EmulatedJob, GraphCost, estimate, gpu_times
@@ -236,10 +236,10 @@ def fit_host_steps(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]],
         return _with_era(base, era, dict(zip(names, map(float, np.exp(x)))))
 
     x0 = np.log([max(1e-3, getattr(cur, k)) for k in HOST_STEP_PARAMS]
-                + ([min(max(cur.host_gpu_p, 1.1), 50.0)] if starve else []))
+                + ([host_gpu_p_start(cur.host_gpu_p)] if starve else []))
     lo, hi = [np.log(1e-3)] * n, [np.log(1e3)] * n
-    if starve:  # p = 1: the sum; p = 100: the max but for 0.7 % at equal times
-        lo, hi = lo + [0.0], hi + [np.log(100.0)]
+    if starve:
+        lo, hi = lo + [np.log(HOST_GPU_P_RANGE[0])], hi + [np.log(HOST_GPU_P_RANGE[1])]
     res = least_squares(lambda x: host_step_errors(rows, with_x(x)), x0,
                         bounds=(lo, hi), loss="soft_l1", f_scale=0.1)
     return with_x(res.x)

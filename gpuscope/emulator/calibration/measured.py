@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from gpuscope.cluster.devices import DeviceSpec, get_device
-from gpuscope.emulator.hostwork import host_gpu_s
+from gpuscope.emulator.hostwork import HOST_GPU_P_RANGE, host_gpu_p_start, host_gpu_s
 from gpuscope.emulator.params import EmulatorParams
 from gpuscope.emulator.perf import GraphCost, estimate
 from gpuscope.graphs import GraphCache
@@ -160,8 +160,8 @@ def fit_legacy_dispatch(rows: list[StepRow], params: EmulatorParams) -> Emulator
         q = with_x(x)
         return np.array([np.log(step_seconds(r, q, loader=False) / r.measured_s) for r in rows])
 
-    x0 = [np.log(params.cudnn_dispatch_us), np.log(min(max(params.host_gpu_p, 1.1), 50.0))]
-    # host_gpu_p: 1 the sum, 100 the max but for 0.7 % at equal times
-    res = least_squares(err, x0, bounds=([np.log(1.0), 0.0], [np.log(1000.0), np.log(100.0)]),
+    x0 = [np.log(params.cudnn_dispatch_us), np.log(host_gpu_p_start(params.host_gpu_p))]
+    p_lo, p_hi = np.log(HOST_GPU_P_RANGE)
+    res = least_squares(err, x0, bounds=([np.log(1.0), p_lo], [np.log(1000.0), p_hi]),
                         loss="soft_l1", f_scale=0.1)
     return with_x(res.x)
