@@ -130,6 +130,59 @@ def test_process_tree_cpu_of_a_busy_child() -> None:
     assert df["proc_cpu_util"].max() <= 100.0 + 1e-6
 
 
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def monotonic(self) -> float:
+        return self.t
+
+
+class _BusyProc:
+    """A process on one core whose CPU time advances in 10 ms ticks, as /proc reports it.
+
+    ``cpu_percent`` works like psutil's: the CPU-time delta over the wall-time delta since the
+    previous call (the first call primes and returns 0); every call takes 0.1 ms of wall time.
+    """
+
+    def __init__(self, clock: _Clock, pid: int, start: float, busy: bool) -> None:
+        self.clock, self.pid, self.start, self.busy = clock, pid, start, busy
+        self.last: tuple[float, float] | None = None
+        self.children_: list[_BusyProc] = []
+
+    def children(self, recursive: bool = False) -> list[_BusyProc]:
+        return [c for c in self.children_ if c.start <= self.clock.t]
+
+    def cpu_percent(self, interval: None = None) -> float:
+        self.clock.t += 1e-4
+        t = self.clock.t
+        cpu = (int((t - self.start) / 0.01) * 0.01) if self.busy else 0.0
+        last, self.last = self.last, (t, cpu)
+        return 0.0 if last is None else 100.0 * (cpu - last[1]) / (t - last[0])
+
+
+def test_process_tree_cpu_skips_a_child_primed_in_the_same_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A child first listed in a read is primed and, before the fix, read 0.1 ms later: a 10 ms
+    # tick crossing that gap read as 10,000 % of a core. One busy core of four is 25 %.
+    from gpuscope.profiling import samplers
+
+    clock = _Clock()
+    root = _BusyProc(clock, 1, 0.0, busy=False)
+    # The child starts so that a tick boundary falls between its priming and the next call.
+    root.children_.append(_BusyProc(clock, 2, start=1.0 + 2e-4 - 0.00995 - 1e-5, busy=True))
+    monkeypatch.setattr(samplers, "time", SimpleNamespace(monotonic=clock.monotonic))
+    monkeypatch.setattr(samplers.psutil, "Process", lambda pid: root)
+    tree = samplers.ProcessTreeCpu(1)
+    tree._ncpu = 4
+    reads = []
+    for k in range(1, 30):
+        clock.t = k / 10  # one sample per 100 ms; the tree is re-listed every second
+        reads.append(tree.read())
+    assert max(reads) <= 25.0 * 1.25, reads
+    assert max(reads) >= 25.0 * 0.75, reads  # the child is counted from the next sample on
+
+
 def test_bad_period() -> None:
     with pytest.raises(ValueError):
         Sampler(period_s=0.0)

@@ -103,7 +103,9 @@ class ProcessTreeCpu:
         self._listed_at = -math.inf
         self._refresh(time.monotonic())
 
-    def _refresh(self, now: float) -> None:
+    def _refresh(self, now: float) -> set[int]:
+        """Re-list the tree; return the pids first seen now (primed, not yet readable)."""
+        fresh: set[int] = set()
         try:
             root = psutil.Process(self.pid)
             tree = [root, *root.children(recursive=True)]
@@ -112,23 +114,30 @@ class ProcessTreeCpu:
         for p in tree:
             if p.pid not in self._procs:
                 self._procs[p.pid] = p
+                fresh.add(p.pid)
                 try:
                     p.cpu_percent(None)  # first call primes the counter
                 except psutil.Error:
                     pass
         self._listed_at = now
+        return fresh
 
     def read(self) -> float:
         now = time.monotonic()
-        if now - self._listed_at >= TREE_REFRESH_S:
-            self._refresh(now)
+        fresh = self._refresh(now) if now - self._listed_at >= TREE_REFRESH_S else set()
         total = 0.0
         for pid, p in list(self._procs.items()):
+            if pid in fresh:
+                # Primed microseconds ago: one 10 ms CPU-time tick over that gap would read as
+                # thousands of per cent. It counts from the next sample on.
+                continue
             try:
                 total += p.cpu_percent(None)
             except psutil.Error:
                 del self._procs[pid]  # exited: its last interval is lost, a sub-sample error
-        return total / self._ncpu
+        # Tick-granular CPU times can still overshoot on a short interval; the tree cannot use
+        # more than every core.
+        return min(total / self._ncpu, 100.0)
 
 
 class Sampler:
