@@ -118,8 +118,8 @@ def test_physics_loader_multi_device_but_one_provenance(tmp_path: Path) -> None:
         load_physics([mixed], builder=_NoFeatures())  # type: ignore[arg-type]
     corpus = pd.concat([pd.read_parquet(h100 / "labels.parquet"),
                         pd.read_parquet(a100 / "labels.parquet")])
-    for c in (*FEATURES, *ANALYTIC_COLUMNS):
-        corpus[c] = 0.0
+    zeros = pd.DataFrame(0.0, index=corpus.index, columns=[*FEATURES, *ANALYTIC_COLUMNS])
+    corpus = pd.concat([corpus.drop(columns=zeros.columns, errors="ignore"), zeros], axis=1)
     corpus.to_parquet(tmp_path / "corpus.parquet")
     assert len(load_physics([tmp_path / "corpus.parquet"])) == 8  # a corpus spans devices
     corpus.iloc[:1].assign(provenance="measured").pipe(
