@@ -34,6 +34,9 @@ from gpuscope.jobs.spec import DatasetSpec
 _CLASS_INDEX = {c: i for i, c in enumerate(OP_CLASSES)}
 _NO_KERNEL_CLASSES = frozenset({"constant", "control"})
 _CUDNN_CLASSES = frozenset({"conv", "norm"})
+#: Convolution ops whose bias PyTorch adds in a separate kernel (``conv_bias_bytes``).
+_BIASED_CONV = frozenset({"convolution", "_convolution", "conv2d", "conv1d", "conv3d",
+                          "conv_transpose2d", "cudnn_convolution"})
 _VIEW_OPS = VIEW_OPS  # kept for importers of the old name
 _op_base = op_base
 #: Ops CUDA autocast runs in FP32 (PyTorch's "CUDA Ops that can autocast to float32",
@@ -112,6 +115,40 @@ def _conv_configs(graph: OpGraph) -> int:
                 for i in convs})
 
 
+def conv_bias_bytes(graph: OpGraph, kern_idx: list[int]) -> np.ndarray:
+    """Bytes moved by the separate bias kernel of each kernel node (0 for most): PyTorch runs a
+    cuDNN convolution without its bias and adds the bias after it
+    (``output.add_(reshape_bias(input.dim(), bias))`` in ``aten/src/ATen/native/Convolution.cpp``,
+    PyTorch 1.x and 2.x alike: one kernel reading and writing the output), and the bias
+    gradient is its own reduction of the output gradient (one read of it). A traced
+    ``convolution`` / ``convolution_backward`` node holds neither. Depthwise convolutions
+    (one input channel per group: PyTorch's own kernel, which adds the bias itself) are left
+    out. The backward node is found by the weight it reads."""
+    prods: dict[int, list[int]] = {}
+    for s, d in graph.edges:
+        prods.setdefault(d, []).append(s)
+    nodes = graph.nodes
+    by_weight: dict[int, float] = {}  # weight node -> forward output bytes of a biased conv
+    for i, n in enumerate(nodes):
+        if n.op_class != "conv" or n.phase != "forward" or op_base(n.op) not in _BIASED_CONV:
+            continue
+        ins = prods.get(i, [])
+        w = [j for j in ins if len(nodes[j].shape) >= 3 and nodes[j].op_class == "constant"]
+        c_out = n.shape[1] if len(n.shape) > 1 else -1
+        has_bias = any(len(nodes[j].shape) == 1 and nodes[j].shape[0] == c_out for j in ins)
+        if has_bias and w and not (nodes[w[0]].shape[1] == 1 and c_out > 1):
+            by_weight[w[0]] = float(n.out_bytes)
+    out = np.zeros(len(kern_idx))
+    for k, i in enumerate(kern_idx):
+        n = nodes[i]
+        if n.op_class != "conv":
+            continue
+        hit = [by_weight[j] for j in prods.get(i, []) if j in by_weight]
+        if hit:
+            out[k] = (2.0 if n.phase == "forward" else 1.0) * hit[0]
+    return out
+
+
 def _gemm_mnk(op: str, op_class: str, shape: tuple[int, ...] | list[int], flops: float,
               steps: float) -> tuple[float, float, float, float]:
     """``(batch, M, N, K)`` of a cuBLAS GEMM node (``mm``, ``addmm``, ``bmm``, ...: class
@@ -146,7 +183,9 @@ class GraphCost:
     dispatches, of which views (no kernel) and cuDNN calls (convolutions, norms), priced by
     ``dispatch_s``; ``n_conv_configs``: distinct convolution configurations cuDNN autotunes at
     start-up; ``opt_tensors``/``n_param_tensors``: tensors each optimizer foreach kernel covers
-    and the parameter tensors (PyTorch 1.x per-tensor loops, ``hostwork``)."""
+    and the parameter tensors (PyTorch 1.x per-tensor loops, ``hostwork``); ``bias_bytes``:
+    traffic of a convolution's separate bias kernel (``conv_bias_bytes``; each such kernel is
+    one more dispatch in ``n_dispatch``)."""
 
     flops: np.ndarray
     bytes: np.ndarray
@@ -182,6 +221,7 @@ class GraphCost:
     attn_fp32: np.ndarray | None = None
     gemm_mnk: np.ndarray | None = None
     keeps_fp32: np.ndarray | None = None
+    bias_bytes: np.ndarray | None = None
 
     def act_bytes(self, params: EmulatorParams) -> float:
         """The footprint's activation bytes: the liveness peak less the gradients
@@ -220,13 +260,16 @@ class GraphCost:
                              for j, n in enumerate(kern)], dtype=np.float64).reshape(-1, 4)
         attn_fp32 = np.array([base_name(n.op) in ATTENTION_NAMES and n.dtype_bytes >= 4
                               for n in kern], dtype=bool)
+        bias = conv_bias_bytes(graph, kern_idx)
+        n_bias, n_bias_fwd = int((bias > 0).sum()), int(((bias > 0) & np.array(
+            [n.phase == "forward" for n in kern], dtype=bool)).sum())
         return cls(
             flops=flops, bytes=byts, numel=numel,
             cls=np.array([_CLASS_INDEX.get(n.op_class, _CLASS_INDEX["other"]) for n in kern]),
             is_half=np.array([n.dtype_bytes <= 2 and n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
             forward=np.array([n.phase == "forward" for n in kern], dtype=bool),
-            n_dispatch=len(dispatch),
-            n_dispatch_forward=sum(1 for n in dispatch if n.phase == "forward"),
+            n_dispatch=len(dispatch) + n_bias,
+            n_dispatch_forward=sum(1 for n in dispatch if n.phase == "forward") + n_bias_fwd,
             n_conv_forward=sum(1 for n in kern if n.op_class == "conv" and n.phase == "forward"),
             param_bytes=p_bytes, activation_bytes=saved_bytes(graph),
             batch_size=bs,
@@ -252,6 +295,7 @@ class GraphCost:
             attn_fp32=attn_fp32,
             keeps_fp32=np.array([autocast_fp32(n.op, n.phase) for n in kern], dtype=bool),
             gemm_mnk=gemm_mnk,
+            bias_bytes=bias if n_bias else None,
         )
 
     def dispatch_s(self, params: EmulatorParams, speed: float, forward_only: bool = False) -> float:

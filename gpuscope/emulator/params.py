@@ -64,7 +64,13 @@ class EmulatorParams:
             (PyTorch eager dispatch); the main thread must issue every kernel.
         cudnn_dispatch_us: the same for a convolution or normalisation kernel (cuDNN calls:
             descriptor and execution-plan set-up), microseconds.
-        view_dispatch_us: the same for a view op (no kernel), microseconds.
+        view_dispatch_us: the same for a view op (no kernel), microseconds. Legacy era 2.8:
+            a view only computes sizes and strides and makes a tensor that aliases its input;
+            PyTorch's operator micro-benchmark timed ``as_strided`` from Python at 2.8 us
+            (pytorch/pytorch PR #28890, 2019) and ``x.view(-1)`` from C++ at 0.58 us
+            (PR #61466), against the ~12 us of an op that launches a kernel. Set, not fitted
+            (a backward's views, e.g. ``cat``'s gradient slices, are C++ calls: the upper
+            figure is the conservative one).
         per_tensor_optimizer: 1 when the host's framework runs the optimizer update and
             ``zero_grad`` as a Python loop over parameter tensors (PyTorch 1.x, TF 1.x's
             per-variable apply ops: one kernel and one dispatch per tensor per step of the
@@ -147,7 +153,7 @@ class EmulatorParams:
     kernels: KernelParams = field(default_factory=default_kernel_params, compare=False)
     dispatch_us: float = 12.0
     cudnn_dispatch_us: float = 12.0
-    view_dispatch_us: float = 12.0
+    view_dispatch_us: float = 2.8
     step_sync_ms: float = 5.0
     loader_handoff_ms: float = 0.0
     inline_ops_per_sample: dict[str, float] = field(default_factory=_default_inline_ops)

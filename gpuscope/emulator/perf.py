@@ -10,15 +10,17 @@ measured kernels; the device enters through its spec sheet only), plus the batch
 ``GraphCost.kernels`` holds each node's kernel shapes (``graphkernels``); which peak a
 kernel's math runs at under the job's precision (TF32, FP16/BF16 tensor cores, autocast's
 FP32 islands, 3xTF32 attention) is ``kernels.precision``, the one place for those rules.
-Three graph-level terms stay here: a **recurrent layer** (one ``gpuscope.<cell>_recurrence``
+Four graph-level terms stay here: a **recurrent layer** (one ``gpuscope.<cell>_recurrence``
 node per layer and direction) is ``T`` sequential timesteps, each one GEMM of its batch and
 one fused element-wise kernel (``RNN_KERNELS_PER_STEP`` launches)::
 
     t_rnn = T * (t_kernel(one step's GEMM and traffic) + launch)
 
 **per-tensor optimizer loops** of a PyTorch 1.x host era launch each foreach kernel once per
-parameter tensor (``hostwork.per_tensor_kernels``: ``launch`` per extra kernel); and
-half-precision tensor-core convolutions on NCHW tensors (PyTorch's default memory format) pay
+parameter tensor (``hostwork.per_tensor_kernels``: ``launch`` per extra kernel); a
+convolution's **bias** is its own memory-bound kernel (PyTorch adds it after the cuDNN call and
+reduces the output gradient for its gradient: ``graphcost.conv_bias_bytes``,
+``bias_kernel_times``; one more dispatch each); and half-precision tensor-core convolutions on NCHW tensors (PyTorch's default memory format) pay
 cuDNN's NCHW<->NHWC transposes, ``amp_layout_passes`` more memory-bound passes over each
 convolution's traffic. A fused attention node is a GEMM-class kernel (its FLOPs are
 ``torch.utils.flop_counter``'s, causal ones scaled by the score tiles visited; traffic
@@ -170,6 +172,9 @@ def _kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
         t_op = np.where(rec, cost.steps * (t_op + (RNN_KERNELS_PER_STEP - 1) * launch), t_op)
         t_mem = np.where(rec, cost.steps * t_mem, t_mem)
     t_op = t_op + (per_tensor_kernels(cost, params) - 1.0) * launch
+    if cost.bias_bytes is not None:  # a convolution's bias: its own memory-bound kernel
+        t_b, t_bm = bias_kernel_times(cost, dev, params, precision)
+        t_op, t_mem = t_op + t_b, t_mem + t_bm
     if params.amp_layout_passes > 0 and half_on_tensor_cores(dev, precision, cost.half_traced):
         # NCHW activations: cuDNN's half-precision tensor-core kernels work in NHWC, so each
         # convolution (forward and backward) is wrapped in layout transposes of its tensors
@@ -177,6 +182,23 @@ def _kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
         t_lay = np.where(conv, params.amp_layout_passes * stream_time(kb.bytes, kb.work, dev, kp.memory), 0.0)
         t_op, t_mem = t_op + t_lay, t_mem + t_lay
     return t_op, t_mem
+
+
+def bias_kernel_times(cost: GraphCost, dev: KernelDevice, params: EmulatorParams,
+                      precision: str) -> tuple[np.ndarray, np.ndarray]:
+    """(time, memory-busy time) of each kernel node's separate bias kernel (``GraphCost.
+    bias_bytes``: a convolution's bias add, or its bias-gradient reduction), seconds; 0 where
+    the node has none. A memory-bound kernel of the model, launch included; half the traffic
+    under ``amp-*`` for a graph traced in FP32, as the convolution's activations."""
+    assert cost.bias_bytes is not None
+    has = cost.bias_bytes > 0
+    byts = amp_traffic(cost.bias_bytes, precision, cost.half_traced, np.zeros(len(has), dtype=bool))
+    kb = KernelBatch.empty(int(has.sum()))
+    kb.bytes[:] = kb.work[:] = byts[has]
+    t, t_mem = np.zeros(len(has)), np.zeros(len(has))
+    t[has] = price(kb, dev, params.kernels, precision)
+    t_mem[has] = stream_time(kb.bytes, kb.work, dev, params.kernels.memory)
+    return t, t_mem
 
 
 def flops_batch(cost: GraphCost) -> KernelBatch:
