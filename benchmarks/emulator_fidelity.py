@@ -72,7 +72,7 @@ from gpuscope.graphs import GraphCache
 from gpuscope.jobs.spec import JobSpec
 
 TARGET = 0.15
-PROVENANCE = ("fitted (benchmarks/emulator_fidelity.py --write; emulator 3.0: kernel speeds are "
+PROVENANCE = ("fitted (benchmarks/emulator_fidelity.py --write; emulator 3.1: kernel speeds are "
               "the kernel model's, kernels/kernel_params.json): loader_handoff_ms on Gavel "
               "ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 "
               "(PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, "
