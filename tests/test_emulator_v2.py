@@ -101,6 +101,70 @@ def test_graph_path_prices_a_convolution_as_the_kernel_model_does() -> None:
         assert float(kernel_times(cost, d, P)[0][0]) == pytest.approx(want, rel=1e-12)
 
 
+def _conv_graph(c: int, k: int, groups: int, bias: bool) -> OpGraph:
+    """A 3x3 convolution (batch 8, 28 x 28, FP32), its backward, and optionally a bias."""
+    b, hw = 8, 28
+    out = b * k * hw * hw
+    fl = 2.0 * b * k * hw * hw * c // groups * 9
+    nodes = [OpNode("x", "Input", "constant", (b, c, hw, hw), b * c * hw * hw, 4, 0.0, 0.0, "data"),
+             OpNode("w", "Parameter", "constant", (k, c // groups, 3, 3), k * c // groups * 9, 4,
+                    0.0, 0.0, "data"),
+             OpNode("conv", "aten.convolution.default", "conv", (b, k, hw, hw), out, 4, fl,
+                    4.0 * (b * c * hw * hw + out), "forward"),
+             OpNode("dy", "aten.ones_like.default", "elementwise", (b, k, hw, hw), out, 4, 0.0,
+                    4.0 * out, "backward"),
+             OpNode("bwd", "aten.convolution_backward.default", "conv", (b, c, hw, hw),
+                    b * c * hw * hw, 4, 2 * fl, 4.0 * (2 * b * c * hw * hw + out), "backward")]
+    edges = [(0, 2), (1, 2), (2, 3), (3, 4), (0, 4), (1, 4)]
+    if bias:
+        nodes.append(OpNode("bias", "Parameter", "constant", (k,), k, 4, 0.0, 0.0, "data"))
+        edges.append((len(nodes) - 1, 2))
+    return OpGraph("conv", nodes, edges, {"batch_size": b})
+
+
+def test_a_convolution_bias_is_its_own_memory_kernel() -> None:
+    """PyTorch adds a cuDNN convolution's bias after it (``output.add_``: the output read and
+    written) and reduces the output gradient for the bias gradient (one read): with a bias the
+    forward node costs one memory kernel of 2 x its output bytes more, the backward node one of
+    1 x, each one more dispatch; a depthwise convolution (bias inside its kernel) does not."""
+    from gpuscope.emulator.kernels import kernel_time
+
+    out_bytes = 4.0 * 8 * 128 * 28 * 28
+    plain = GraphCost.from_graph(_conv_graph(64, 128, 1, False), 8)
+    biased = GraphCost.from_graph(_conv_graph(64, 128, 1, True), 8)
+    assert plain.bias_bytes is None
+    assert biased.bias_bytes is not None
+    kern = [2.0 * out_bytes, 0.0, out_bytes]  # conv, dy, conv backward
+    assert list(biased.bias_bytes) == kern
+    assert biased.n_dispatch == plain.n_dispatch + 2
+    assert biased.n_dispatch_forward == plain.n_dispatch_forward + 1
+    for dev in ("p100", "a100"):
+        d = get_device(dev)
+        extra = kernel_times(biased, d, P)[0] - kernel_times(plain, d, P)[0]
+        want = [kernel_time("memory", d, bytes=2.0 * out_bytes), 0.0,
+                kernel_time("memory", d, bytes=out_bytes)]
+        assert extra == pytest.approx(want, rel=1e-12)
+        # under amp-fp16 the bias kernel moves half-precision activations
+        half = kernel_times(biased, d, P, "amp-fp16")[0] - kernel_times(plain, d, P, "amp-fp16")[0]
+        assert half[0] == pytest.approx(kernel_time("memory", d, bytes=out_bytes), rel=1e-12)
+    dw = GraphCost.from_graph(_conv_graph(64, 64, 64, True), 8)
+    assert dw.bias_bytes is None
+
+
+def test_a_view_costs_the_host_less_than_a_kernel() -> None:
+    """Legacy era: an op that launches a kernel costs ``dispatch_us`` (12 us) on a reference
+    core, a view (no kernel: sizes and strides only) ``view_dispatch_us`` (2.8 us, PyTorch's
+    operator micro-benchmark of ``as_strided``)."""
+    nodes = [OpNode("x", "Input", "constant", (4, 8), 32, 4, 0.0, 0.0, "data"),
+             OpNode("v", "aten.view.default", "other", (32,), 32, 4, 0.0, 0.0, "forward"),
+             OpNode("r", "aten.relu.default", "elementwise", (32,), 32, 4, 32.0, 256.0, "forward")]
+    cost = GraphCost.from_graph(OpGraph("view", nodes, [(0, 1), (1, 2)], {"batch_size": 4}), 4)
+    assert (cost.n_dispatch, cost.n_views) == (2, 1)
+    assert P.view_dispatch_us == 2.8
+    assert cost.dispatch_s(P, 1.0) == pytest.approx((12.0 + 2.8) * 1e-6, rel=1e-12)
+    assert cost.dispatch_s(P, 0.5) == pytest.approx(2 * (12.0 + 2.8) * 1e-6, rel=1e-12)
+
+
 def _layer_and_batch(device: str, p: float = 0.0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
     torch.manual_seed(0)
     m = nn.ModuleDict({"enc": nn.TransformerEncoderLayer(64, 4, 256, dropout=p, batch_first=True),

@@ -133,10 +133,14 @@ def conv_bias_bytes(graph: OpGraph, kern_idx: list[int]) -> np.ndarray:
         if n.op_class != "conv" or n.phase != "forward" or op_base(n.op) not in _BIASED_CONV:
             continue
         ins = prods.get(i, [])
-        w = [j for j in ins if len(nodes[j].shape) >= 3 and nodes[j].op_class == "constant"]
         c_out = n.shape[1] if len(n.shape) > 1 else -1
+        # the weight (K x C/g x ...): as many dims as the output, K = the output's channels
+        # (the data input shares the output's batch; a parameter wins a tie)
+        w = [j for j in ins if len(nodes[j].shape) == len(n.shape) and nodes[j].shape[0] == c_out]
+        if len(w) > 1:
+            w = [j for j in w if nodes[j].op == "Parameter"] or w[1:]
         has_bias = any(len(nodes[j].shape) == 1 and nodes[j].shape[0] == c_out for j in ins)
-        if has_bias and w and not (nodes[w[0]].shape[1] == 1 and c_out > 1):
+        if has_bias and len(w) == 1 and not (nodes[w[0]].shape[1] == 1 and c_out > 1):
             by_weight[w[0]] = float(n.out_bytes)
     out = np.zeros(len(kern_idx))
     for k, i in enumerate(kern_idx):
