@@ -160,8 +160,11 @@ def fit_legacy_dispatch(rows: list[StepRow], params: EmulatorParams) -> Emulator
         q = with_x(x)
         return np.array([np.log(step_seconds(r, q, loader=False) / r.measured_s) for r in rows])
 
-    x0 = [np.log(params.cudnn_dispatch_us), np.log(host_gpu_p_start(params.host_gpu_p))]
     p_lo, p_hi = np.log(HOST_GPU_P_RANGE)
-    res = least_squares(err, x0, bounds=([np.log(1.0), p_lo], [np.log(1000.0), p_hi]),
-                        loss="soft_l1", f_scale=0.1)
-    return with_x(res.x)
+    # two starts of the norm: near the max (where its gradient vanishes when host and GPU
+    # times are far apart in most rows) and near the sum; the better fit is kept
+    fits = [least_squares(err, [np.log(params.cudnn_dispatch_us), np.log(p0)],
+                          bounds=([np.log(1.0), p_lo], [np.log(1000.0), p_hi]),
+                          loss="soft_l1", f_scale=0.1)
+            for p0 in (host_gpu_p_start(params.host_gpu_p), 1.5)]
+    return with_x(min(fits, key=lambda r: float(r.cost)).x)
