@@ -11,7 +11,7 @@ Prints, for Gavel's measured throughputs (``datasets/measured/gavel-throughputs.
 ``gavel-colocations.csv``; K80, P100, V100) and the AlexNet table
 (``datasets/measured/gpuscheduler-alexnet.csv``; GTX 1080Ti, M60, K80, P600), median |log(emulated / measured)| against the target 0.15, before and after fitting.
 
-Kernel speeds are the kernel model's (emulator 3.0, fitted on measured kernels,
+Kernel speeds are the kernel model's (fitted on measured kernels,
 ``benchmarks/emulator_kernels.py``); fitted here (few parameters, held-out tests): the
 DataLoader workers' per-batch hand-off (``loader_handoff_ms``, beyond the modern era's
 measured per-step sync) on ResNet-18 P100 throughputs; all-reduce overlap and link efficiency
@@ -66,13 +66,19 @@ from gpuscope.emulator.calibration.measured import (
     gpubench_rows,
     gpubench_table,
 )
-from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams, default_params
+from gpuscope.emulator.params import (
+    CALIBRATION_FILE,
+    EMULATOR_VERSION,
+    EmulatorParams,
+    default_params,
+)
 from gpuscope.emulator.perf import GraphCost, estimate
 from gpuscope.graphs import GraphCache
 from gpuscope.jobs.spec import JobSpec
 
 TARGET = 0.15
-PROVENANCE = ("fitted (benchmarks/emulator_fidelity.py --write; emulator 3.1: kernel speeds are "
+PROVENANCE = (f"fitted (benchmarks/emulator_fidelity.py --write; emulator {EMULATOR_VERSION}: "
+              "kernel speeds are "
               "the kernel model's, kernels/kernel_params.json): loader_handoff_ms on Gavel "
               "ResNet-18 P100 (step_sync_ms = the modern era), per_tensor_optimizer 1 "
               "(PyTorch 1.x), overlap/link_eff on Gavel ResNet-50 2/4/8-GPU scaling, "

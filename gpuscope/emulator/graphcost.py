@@ -188,8 +188,8 @@ class GraphCost:
     ``dispatch_s``; ``n_conv_configs``: distinct convolution configurations cuDNN autotunes at
     start-up; ``opt_tensors``/``n_param_tensors``: tensors each optimizer foreach kernel covers
     and the parameter tensors (PyTorch 1.x per-tensor loops, ``hostwork``); ``bias_bytes``:
-    traffic of a convolution's separate bias kernel (``conv_bias_bytes``; each such kernel is
-    one more dispatch in ``n_dispatch``)."""
+    traffic of a convolution's separate bias kernel (``conv_bias_bytes``; launched from inside
+    the convolution op's own call, so no dispatch of its own: ``cudnn_dispatch_us`` covers it)."""
 
     flops: np.ndarray
     bytes: np.ndarray
@@ -265,15 +265,13 @@ class GraphCost:
         attn_fp32 = np.array([base_name(n.op) in ATTENTION_NAMES and n.dtype_bytes >= 4
                               for n in kern], dtype=bool)
         bias = conv_bias_bytes(graph, kern_idx)
-        n_bias, n_bias_fwd = int((bias > 0).sum()), int(((bias > 0) & np.array(
-            [n.phase == "forward" for n in kern], dtype=bool)).sum())
         return cls(
             flops=flops, bytes=byts, numel=numel,
             cls=np.array([_CLASS_INDEX.get(n.op_class, _CLASS_INDEX["other"]) for n in kern]),
             is_half=np.array([n.dtype_bytes <= 2 and n.op_class in ("conv", "matmul") for n in kern], dtype=bool),
             forward=np.array([n.phase == "forward" for n in kern], dtype=bool),
-            n_dispatch=len(dispatch) + n_bias,
-            n_dispatch_forward=sum(1 for n in dispatch if n.phase == "forward") + n_bias_fwd,
+            n_dispatch=len(dispatch),
+            n_dispatch_forward=sum(1 for n in dispatch if n.phase == "forward"),
             n_conv_forward=sum(1 for n in kern if n.op_class == "conv" and n.phase == "forward"),
             param_bytes=p_bytes, activation_bytes=saved_bytes(graph),
             batch_size=bs,
@@ -299,7 +297,7 @@ class GraphCost:
             attn_fp32=attn_fp32,
             keeps_fp32=np.array([autocast_fp32(n.op, n.phase) for n in kern], dtype=bool),
             gemm_mnk=gemm_mnk,
-            bias_bytes=bias if n_bias else None,
+            bias_bytes=bias if (bias > 0).any() else None,
         )
 
     def dispatch_s(self, params: EmulatorParams, speed: float, forward_only: bool = False) -> float:

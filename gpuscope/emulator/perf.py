@@ -20,7 +20,8 @@ one fused element-wise kernel (``RNN_KERNELS_PER_STEP`` launches)::
 parameter tensor (``hostwork.per_tensor_kernels``: ``launch`` per extra kernel); a
 convolution's **bias** is its own memory-bound kernel (PyTorch adds it after the cuDNN call and
 reduces the output gradient for its gradient: ``graphcost.conv_bias_bytes``,
-``bias_kernel_times``; one more dispatch each); and half-precision tensor-core convolutions on NCHW tensors (PyTorch's default memory format) pay
+``bias_kernel_times``; launched inside the convolution's own call, so no dispatch of its
+own); and half-precision tensor-core convolutions on NCHW tensors (PyTorch's default memory format) pay
 cuDNN's NCHW<->NHWC transposes, ``amp_layout_passes`` more memory-bound passes over each
 convolution's traffic. A fused attention node is a GEMM-class kernel (its FLOPs are
 ``torch.utils.flop_counter``'s, causal ones scaled by the score tiles visited; traffic
