@@ -117,27 +117,31 @@ def list_schedule(
     """Earliest-completion list scheduling: jobs in ``order``, each to the GPU instance that
     finishes it first under times ``t`` (``+inf`` = does not fit). GPUs of one type are
     interchangeable, so only each type's earliest-free GPU is a candidate: a heap per type.
-    Returns ``(device type per job, planned start per job)`` (-1 / NaN: fits nowhere)."""
+    Returns ``(device type per job, planned start per job)`` (-1 / NaN: fits nowhere).
+    One Python step per job, on lists and local names only (no NumPy scalar per step)."""
     import heapq
+    import math
 
     counts = cluster.counts
     k = len(counts)
     heaps = [[0.0] * c for c in counts] if free is None else [
         sorted(free[cluster.instance_device == d].tolist()) for d in range(k)]
     n = len(t)
-    dev = np.full(n, -1, dtype=np.int64)
-    start = np.full(n, np.nan)
+    dev = [-1] * n
+    start = [math.nan] * n
     t_l, arr_l = t.tolist(), np.asarray(arrivals, dtype=float).tolist()
+    replace, inf, types = heapq.heapreplace, math.inf, range(k)
     for j in order.tolist():
         row, a = t_l[j], arr_l[j]
-        best, bf, bs = -1, np.inf, 0.0
-        for d in range(k):
-            s = max(heaps[d][0], a)
+        best, bf, bs = -1, inf, 0.0
+        for d in types:
+            s = heaps[d][0]  # this type's earliest-free GPU, or the arrival if later
+            if a > s:
+                s = a
             f = s + row[d]
             if f < bf:
                 best, bf, bs = d, f, s
-        if best < 0:
-            continue
-        heapq.heapreplace(heaps[best], bf)
-        dev[j], start[j] = best, bs
-    return dev, start
+        if best >= 0:
+            replace(heaps[best], bf)
+            dev[j], start[j] = best, bs
+    return np.array(dev, dtype=np.int64), np.array(start, dtype=np.float64)
