@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 #: Smallest table written through Arrow.
 MIN_ROWS: int = 2**16
-#: Rows converted and written at a time (bounded memory: ~30 MB of text per chunk).
-CHUNK_ROWS: int = 2**18
+#: Rows converted and written at a time (bounded memory: ~8 MB of text per chunk).
+CHUNK_ROWS: int = 2**16
 #: Characters that make pandas (Python's csv writer) quote a cell.
 _QUOTED = re.compile(r'[,"\r\n]')
 
