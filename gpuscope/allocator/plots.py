@@ -114,7 +114,8 @@ def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",
         name, oom = kinds[j // 2], bool(j % 2)
         corners = ((x0, y - 0.35), (x0, y + 0.35), (x1, y + 0.35), (x1, y - 0.35))
         verts = np.stack([np.stack([a[idx], b[idx]], 1) for a, b in corners], axis=1)
-        ax.add_collection(PolyCollection(verts, facecolors=colour[name],
+        # an (N, 4, 2) array as it is (a list of N arrays is N paths to check one by one)
+        ax.add_collection(PolyCollection(verts, facecolors=colour[name],  # type: ignore[arg-type]
                                          hatch="//" if oom else None, **edge))
     ax.set_xlim(0, max(end / scale, 1e-9) * 1.02)
     ax.set_ylim(-0.6, len(lanes) - 0.4)

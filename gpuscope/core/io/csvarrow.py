@@ -20,8 +20,9 @@ written here; everything else returns False and goes through pandas:
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from gpuscope.core.io.readers import PathLike
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +36,7 @@ CHUNK_ROWS: int = 2**16
 _QUOTED = re.compile(r'[,"\r\n]')
 
 
-def write_csv_arrow(df: pd.DataFrame, path: str | Path, lineterminator: str) -> bool:
+def write_csv_arrow(df: pd.DataFrame, path: PathLike, lineterminator: str) -> bool:
     """Write ``df`` (no index) as CSV to ``path`` when its text can be made identical to
     pandas' (module docstring); False (``path`` then holds nothing of use) when it cannot."""
     import pandas as pd
@@ -45,8 +46,9 @@ def write_csv_arrow(df: pd.DataFrame, path: str | Path, lineterminator: str) -> 
             or isinstance(df.columns, pd.MultiIndex)
             or not all(isinstance(c, str) and c and not _QUOTED.search(c) for c in names)):
         return False
-    kinds = [_kind(df.iloc[:, i]) for i in range(len(names))]
-    if None in kinds:
+    found = [_kind(df.iloc[:, i]) for i in range(len(names))]
+    kinds = [k for k in found if k is not None]
+    if len(kinds) < len(found):
         return False
     import pyarrow.csv as pcsv
 
@@ -75,7 +77,7 @@ def _kind(s: pd.Series) -> str | None:
             return "float"
         if dt.kind in "iu":
             return "int"
-        return "text" if dt == object else None
+        return "text" if dt.kind == "O" else None
     return "text" if isinstance(dt, pd.StringDtype) else None
 
 
