@@ -64,6 +64,10 @@ def write_csv_arrow(df: pd.DataFrame, path: PathLike, lineterminator: str) -> bo
 
             pcsv.write_csv(pa.Table.from_arrays(cols, names=[f"c{i}" for i in range(len(cols))]),
                            fh, opts)
+            del cols
+            # Arrow's allocator keeps freed pages for reuse: hand them back after each chunk,
+            # or a 10**6-row table leaves ~30 MB more resident than pandas' writer
+            pa.default_memory_pool().release_unused()
     return True
 
 
