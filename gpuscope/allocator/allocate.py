@@ -93,15 +93,15 @@ def allocate(
                weights=dict(weights or {}))
     est = truth if POLICIES[policy].reads == "truth" else pred
     pred_time = est.get("exec_time_s") if est is not None and est.has("exec_time_s") else None
-    if pl.higher_is_better and not np.isnan(pl.score).all():
-        eff = pl.score
-    elif pred is not None and all(pred.has(f"{r}_peak") for r in resources):
-        eff = comp_eff(pred, resources, mem_total_mb)
-    else:
-        eff = None
     eff_order = order
     if policy == "driple" and order == "sjf":
         eff_order = "sjf-eff"
+    eff = None  # the efficiency matrix only the sjf-eff order reads
+    if eff_order == "sjf-eff" and pl.higher_is_better and not np.isnan(pl.score).all():
+        eff = pl.score
+    elif eff_order == "sjf-eff" and pred is not None and all(pred.has(f"{r}_peak")
+                                                             for r in resources):
+        eff = comp_eff(pred, resources, mem_total_mb)
     if eff_order == "sjf" and pred_time is None and truth is not None:
         pred_time = truth.get("exec_time_s")
     keys = order_keys(eff_order, pl.device, arrivals, pred_time=pred_time, eff=eff,

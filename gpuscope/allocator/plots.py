@@ -74,11 +74,10 @@ def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",
     by model when ``models`` (one per schedule row) is given; failed (OOM) runs hatched. With
     ``cluster`` every GPU gets a row, those that ran nothing labelled ``(idle)``."""
     plt = _plt()
-    ran = schedule[schedule["status"] != "rejected"].copy()
-    if models is not None:
-        ran["model"] = np.asarray(models, dtype=object)[schedule["status"].to_numpy() != "rejected"]
-    else:
-        ran["model"] = "job"
+    kept = schedule["status"].to_numpy() != "rejected"
+    ran = schedule[kept]  # already a new frame: no copy of its 10**6 rows more
+    ran_model = (np.asarray(models, dtype=object)[kept] if models is not None
+                 else np.full(len(ran), "job", dtype=object))
     # a lane per GPU instance, named from the distinct (device, gpu) pairs only
     dev, devs = pd.factorize(ran["device"].astype(str))
     gpu = ran["gpu"].to_numpy(dtype=np.int64)
@@ -89,7 +88,7 @@ def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",
     if cluster is not None:
         lanes = [f"{d}#{i}" for d, c in zip(cluster.devices, cluster.counts) for i in range(c)]
     used = set(names)
-    model, uniques = pd.factorize(ran["model"])  # in order of appearance
+    model, uniques = pd.factorize(ran_model)  # in order of appearance
     kinds = list(uniques)
     cmap = plt.get_cmap("tab10")
     colour = {k: cmap(i % 10) for i, k in enumerate(kinds)}
@@ -115,7 +114,8 @@ def gantt(schedule: pd.DataFrame, path: str | Path, title: str = "",
         name, oom = kinds[j // 2], bool(j % 2)
         corners = ((x0, y - 0.35), (x0, y + 0.35), (x1, y + 0.35), (x1, y - 0.35))
         verts = np.stack([np.stack([a[idx], b[idx]], 1) for a, b in corners], axis=1)
-        ax.add_collection(PolyCollection(list(verts), facecolors=colour[name],
+        # an (N, 4, 2) array as it is (a list of N arrays is N paths to check one by one)
+        ax.add_collection(PolyCollection(verts, facecolors=colour[name],  # type: ignore[arg-type]
                                          hatch="//" if oom else None, **edge))
     ax.set_xlim(0, max(end / scale, 1e-9) * 1.02)
     ax.set_ylim(-0.6, len(lanes) - 0.4)

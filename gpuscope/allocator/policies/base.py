@@ -110,6 +110,10 @@ def select_device(score: np.ndarray, fits: np.ndarray, maximize: bool) -> np.nda
     return np.where(ok, idx, -1)
 
 
+#: Jobs :func:`list_schedule` converts to Python lists at a time.
+SCHEDULE_CHUNK: int = 1 << 16
+
+
 def list_schedule(
     t: np.ndarray, arrivals: np.ndarray, cluster: ClusterSpec, order: np.ndarray,
     free: np.ndarray | None = None,
@@ -117,8 +121,11 @@ def list_schedule(
     """Earliest-completion list scheduling: jobs in ``order``, each to the GPU instance that
     finishes it first under times ``t`` (``+inf`` = does not fit). GPUs of one type are
     interchangeable, so only each type's earliest-free GPU is a candidate: a heap per type.
-    Returns ``(device type per job, planned start per job)`` (-1 / NaN: fits nowhere)."""
+    Returns ``(device type per job, planned start per job)`` (-1 / NaN: fits nowhere).
+    One Python step per job, on lists and local names only (no NumPy scalar per step), the
+    jobs taken :data:`SCHEDULE_CHUNK` at a time (a list of 10**6 rows is ~200 MB)."""
     import heapq
+    import math
 
     counts = cluster.counts
     k = len(counts)
@@ -127,17 +134,24 @@ def list_schedule(
     n = len(t)
     dev = np.full(n, -1, dtype=np.int64)
     start = np.full(n, np.nan)
-    t_l, arr_l = t.tolist(), np.asarray(arrivals, dtype=float).tolist()
-    for j in order.tolist():
-        row, a = t_l[j], arr_l[j]
-        best, bf, bs = -1, np.inf, 0.0
-        for d in range(k):
-            s = max(heaps[d][0], a)
-            f = s + row[d]
-            if f < bf:
-                best, bf, bs = d, f, s
-        if best < 0:
-            continue
-        heapq.heapreplace(heaps[best], bf)
-        dev[j], start[j] = best, bs
+    arr = np.asarray(arrivals, dtype=float)
+    order = np.asarray(order, dtype=np.int64)
+    replace, inf, types = heapq.heapreplace, math.inf, range(k)
+    for at in range(0, len(order), SCHEDULE_CHUNK):
+        jobs = order[at:at + SCHEDULE_CHUNK]
+        got_dev, got_start = [-1] * len(jobs), [math.nan] * len(jobs)
+        for m, (row, a) in enumerate(zip(t[jobs].tolist(), arr[jobs].tolist())):
+            best, bf, bs = -1, inf, 0.0
+            for d in types:
+                s = heaps[d][0]  # this type's earliest-free GPU, or the arrival if later
+                if a > s:
+                    s = a
+                f = s + row[d]
+                if f < bf:
+                    best, bf, bs = d, f, s
+            if best >= 0:
+                replace(heaps[best], bf)
+                got_dev[m], got_start[m] = best, bs
+        dev[jobs] = got_dev
+        start[jobs] = got_start
     return dev, start

@@ -132,9 +132,15 @@ def csv_text(df: pd.DataFrame, index: bool = False, **kw: Any) -> str:
 
 
 def write_csv_file(df: pd.DataFrame, path: PathLike, index: bool = False, **kw: Any) -> None:
-    """Write :func:`csv_text` of ``df`` to ``path`` (UTF-8) in pandas' chunks, never holding
-    the whole text (a 10**6-row plan is ~100 MB of text, twice that as str and bytes)."""
+    """Write :func:`csv_text` of ``df`` to ``path`` (UTF-8) in chunks, never holding the
+    whole text (a 10**6-row plan is ~100 MB of text, twice that as str and bytes); a large
+    table of numbers and plain text through Arrow (:mod:`~gpuscope.core.io.csvarrow`)."""
     out, kw = _csv_ready(df, kw)
+    if not index and kw.keys() == {"lineterminator"}:
+        from gpuscope.core.io.csvarrow import write_csv_arrow
+
+        if write_csv_arrow(out, path, kw["lineterminator"]):  # same text, ~5x faster
+            return
     out.to_csv(path, index=index, encoding="utf-8", **kw)
 
 
