@@ -99,3 +99,23 @@ def test_large_plan_csv_is_pandas_text(tmp_path: Path, monkeypatch: pytest.Monke
     back = pd.read_csv(tmp_path / "plan.csv", keep_default_na=False)
     assert back["jct_s"].replace("", np.nan).astype(float).tolist() == pytest.approx(
         frame["jct_s"].tolist(), nan_ok=True, rel=0, abs=0)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("keys", ["arrival", "equal", "reversed-index", "random"])
+def test_simulation_takes_a_fast_path_only_when_it_is_the_heap_one(k: int, keys: str) -> None:
+    # Arrivals not in index order, with ties; equal keys make the heap break ties by index,
+    # which is not the arrival order here, so no fast path may be taken for them.
+    rng = np.random.default_rng(7)
+    n = 500
+    arr = np.round(rng.uniform(0, 2_000, n))
+    dur = rng.exponential(30.0 * k, n)
+    key = {"arrival": arr.copy(), "equal": np.zeros(n),
+           "reversed-index": -np.arange(n, dtype=float), "random": rng.uniform(0, 1, n)}[keys]
+    by = np.lexsort((np.arange(n), arr))
+    got = sim._simulate_type(arr, dur, key, k)
+    plain = sim._simulate_heap(arr, dur, key, by, k, np.empty(n), np.empty(n, dtype=np.int64))
+    # one GPU's vectorised path sums with cumsum: the same times up to rounding
+    for a, b in zip(got[:2], plain[:2], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(got[2], plain[2])

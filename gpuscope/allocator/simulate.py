@@ -43,16 +43,19 @@ def _simulate_type(
     start = np.empty(n)
     gpu = np.empty(n, dtype=np.int64)
     by_arrival = np.lexsort((np.arange(n), arr))
-    if k == 1 and np.all(np.diff(key[by_arrival]) >= 0):
-        # Keys already in arrival order (FIFO): finish_i = max(arrival_i, finish_{i-1}) + d_i,
-        # vectorised as cumsum + running max.
+    # Whether the priority order (key, index) is the arrival order (FIFO): checked on
+    # consecutive arrivals, since both are total orders.
+    dk = np.diff(key[by_arrival])
+    in_arrival_order = bool(np.all((dk > 0) | ((dk == 0) & (np.diff(by_arrival) > 0))))
+    if k == 1 and in_arrival_order:
+        # finish_i = max(arrival_i, finish_{i-1}) + d_i, vectorised as cumsum + running max.
         a, d = arr[by_arrival], dur[by_arrival]
         c = np.cumsum(d)
         fin = c + np.maximum.accumulate(a - (c - d))
         start[by_arrival] = fin - d
         gpu[:] = 0
         return start, start + dur, gpu
-    if np.array_equal(np.lexsort((np.arange(n), key)), by_arrival):
+    if in_arrival_order:
         return _simulate_in_arrival_order(arr, dur, by_arrival, k, start, gpu)
     return _simulate_heap(arr, dur, key, by_arrival, k, start, gpu)
 
