@@ -44,8 +44,7 @@ from dataclasses import replace  # noqa: E402
 from gpuscope.cluster.devices import DeviceSpec, get_device  # noqa: E402
 from gpuscope.emulator import default_params, estimate  # noqa: E402
 from gpuscope.emulator.calibration.fit import HOST_RUN_PARAMS, fit_host_runs, fit_host_steps  # noqa: E402
-from gpuscope.emulator.calibration.measured import h100_step_rows  # noqa: E402
-from gpuscope.emulator.hostwork import host_gpu_s  # noqa: E402
+from gpuscope.emulator.calibration.measured import h100_step_rows, in_process_step_s  # noqa: E402
 from gpuscope.emulator.params import CALIBRATION_FILE, EmulatorParams  # noqa: E402
 from gpuscope.emulator.perf import GraphCost  # noqa: E402
 from gpuscope.graphs import GraphCache  # noqa: E402
@@ -88,7 +87,7 @@ def step_table(df: pd.DataFrame, rows: list, p: EmulatorParams) -> pd.DataFrame:
     emu_step, emu_mem = [], []
     for job, cost, dev, _ in rows:
         e = estimate(job, cost, dev, p)
-        emu_step.append(host_gpu_s(e.t_gpu_s, e.t_dispatch_s, p.for_era(dev.host_era)) + e.t_sync_s)
+        emu_step.append(in_process_step_s(e, dev, p))
         emu_mem.append(e.mem_mb - e.memory.context_mb)  # the allocator does not see the context
     df["emu_step_s"] = emu_step
     df["emu_mem_mb"] = emu_mem

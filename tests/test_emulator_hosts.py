@@ -107,3 +107,24 @@ def test_amp_convolutions_pay_nchw_layout_transposes() -> None:
     assert gpu_times(cost, dev, P, "fp32") == gpu_times(cost, dev, P.with_(amp_layout_passes=0.0), "fp32")
     p100 = get_device("p100")
     assert gpu_times(cost, p100, P, "amp-fp16") == gpu_times(cost, p100, P.with_(amp_layout_passes=0.0), "amp-fp16")
+
+
+def test_default_params_reads_the_calibration_once_per_version(tmp_path, monkeypatch) -> None:
+    """``default_params`` returns the same (immutable) object while ``calibration.json`` is
+    unchanged, and the file's new values once it changes."""
+    import json
+
+    import gpuscope.emulator.params as params_mod
+
+    src = json.loads(params_mod.CALIBRATION_FILE.read_text())
+    f = tmp_path / "calibration.json"
+    f.write_text(json.dumps(src))
+    monkeypatch.setattr(params_mod, "CALIBRATION_FILE", f)
+    a = default_params()
+    assert default_params() is a
+    src["dispatch_us"] = float(src.get("dispatch_us", a.dispatch_us)) + 1.5
+    f.write_text(json.dumps(src, indent=2))  # a different size as well as a new mtime
+    b = default_params()
+    assert b is not a and b.dispatch_us == pytest.approx(a.dispatch_us + 1.5)
+    f.unlink()
+    assert default_params() == EmulatorParams()

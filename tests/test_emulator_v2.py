@@ -13,6 +13,7 @@ from torch import nn
 from gpuscope.cluster.devices import get_device, load_catalog
 from gpuscope.core.errors import InputError
 from gpuscope.emulator import EmulatorParams
+from gpuscope.emulator.graphcost import conv_bias_bytes
 from gpuscope.emulator.hostwork import achievable_bw
 from gpuscope.emulator.memory import footprint_from_sizes, saved_bytes
 from gpuscope.emulator.perf import GraphCost, gpu_times, kernel_times
@@ -150,6 +151,63 @@ def test_a_convolution_bias_is_its_own_memory_kernel() -> None:
         assert half[0] == pytest.approx(kernel_time("memory", d, bytes=out_bytes), rel=1e-12)
     dw = GraphCost.from_graph(_conv_graph(64, 64, 64, True), 8)
     assert dw.bias_bytes is None
+
+
+def test_traced_bias_kernels_of_transposed_and_single_channel_convolutions() -> None:
+    """A traced step: a one-input-channel convolution (not depthwise: one group) and a
+    transposed convolution have their bias added in a kernel of their own (2 x the output's
+    bytes forward, 1 x in the backward node reading the same weight); the depthwise one and
+    the bias-free one have none."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1, groups=8),
+                        nn.ConvTranspose2d(8, 4, 2, stride=2), nn.Conv2d(4, 2, 1, bias=False),
+                        nn.Flatten(), nn.Linear(2 * 16 * 16, 3))
+    x, y = torch.randn(2, 1, 8, 8), torch.zeros(2, dtype=torch.long)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+    def step(batch: tuple[torch.Tensor, torch.Tensor]) -> None:
+        opt.zero_grad()
+        nn.functional.cross_entropy(net(batch[0]), batch[1]).backward()
+        opt.step()
+
+    g = trace_train_step(step, (x, y), net, [opt])
+    convs = [i for i, n in enumerate(g.nodes) if n.op_class == "conv"]
+    bias = dict(zip(convs, conv_bias_bytes(g, convs), strict=True))
+    fwd = [i for i in convs if g.nodes[i].phase == "forward"]
+    assert [g.nodes[i].shape for i in fwd] == [(2, 8, 8, 8), (2, 8, 8, 8), (2, 4, 16, 16),
+                                              (2, 2, 16, 16)]
+    assert [bias[i] for i in fwd] == [2.0 * 4 * 2 * 8 * 8 * 8, 0.0, 2.0 * 4 * 2 * 4 * 16 * 16, 0.0]
+    bwd = sorted(bias[i] for i in convs if g.nodes[i].phase != "forward")
+    assert bwd[-2:] == [4.0 * 2 * 8 * 8 * 8, 4.0 * 2 * 4 * 16 * 16] and not any(bwd[:-2])
+    assert GraphCost.from_graph(g, 2).bias_bytes is not None
+
+
+def test_model_half_runs_batch_norm_at_its_fp32_traffic() -> None:
+    """Under ``model.half()`` every kernel of an FP32-traced step moves half its bytes except
+    batch norm (PyTorch's own kernels: cuDNN's needs FP32 weights), which autocast would
+    halve too: an element-wise kernel costs the same under both, a batch norm costs its FP32
+    time under ``model.half()`` and less under autocast."""
+    from gpuscope.emulator.perf import kernel_times
+
+    b, c, hw = 16, 64, 56
+    numel = b * c * hw * hw
+    nodes = [OpNode("x", "Input", "constant", (b, c, hw, hw), numel, 4, 0.0, 0.0, "data"),
+             OpNode("bn", "aten.native_batch_norm.default", "norm", (b, c, hw, hw), numel, 4,
+                    8.0 * numel, 8.0 * numel, "forward"),
+             OpNode("r", "aten.relu.default", "elementwise", (b, c, hw, hw), numel, 4,
+                    float(numel), 8.0 * numel, "forward")]
+    cost = GraphCost.from_graph(OpGraph("bn", nodes, [(0, 1), (1, 2)], {"batch_size": b}), b)
+    half = cost.model_half()
+    assert half.pure_half and not cost.pure_half
+    for dev in ("v100", "a100", "titan-xp"):
+        d = get_device(dev)
+        fp32 = kernel_times(cost, d, P, "fp32")[0]
+        amp = kernel_times(cost, d, P, "amp-fp16")[0]
+        pure = kernel_times(half, d, P, "amp-fp16")[0]
+        assert pure[1] == pytest.approx(amp[1], rel=1e-12)  # relu: half traffic in both
+        assert pure[1] < fp32[1]
+        assert pure[0] == pytest.approx(fp32[0], rel=1e-12)  # batch norm: FP32 traffic
+        assert amp[0] < 0.8 * pure[0]
 
 
 def test_a_view_costs_the_host_less_than_a_kernel() -> None:

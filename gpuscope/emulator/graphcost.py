@@ -10,12 +10,12 @@ device; computing them once per graph is what keeps a 432-run campaign within se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
 
-from gpuscope.emulator.graphkernels import graph_kernels
+from gpuscope.emulator.graphkernels import conv_geometry, graph_kernels
 from gpuscope.emulator.hostwork import optimizer_tensor_counts, per_tensor_extra_dispatch
 from gpuscope.emulator.kernels.model import KernelBatch
 from gpuscope.emulator.kernels.precision import PRECISIONS
@@ -117,31 +117,23 @@ def _conv_configs(graph: OpGraph) -> int:
 
 def conv_bias_bytes(graph: OpGraph, kern_idx: list[int]) -> np.ndarray:
     """Bytes moved by the separate bias kernel of each kernel node (0 for most): PyTorch runs a
-    cuDNN convolution without its bias and adds the bias after it
+    cuDNN convolution (transposed ones too) without its bias and adds the bias after it
     (``output.add_(reshape_bias(input.dim(), bias))`` in ``aten/src/ATen/native/Convolution.cpp``,
     PyTorch 1.x and 2.x alike: one kernel reading and writing the output), and the bias
     gradient is its own reduction of the output gradient (one read of it). A traced
     ``convolution`` / ``convolution_backward`` node holds neither. Depthwise convolutions
-    (one input channel per group: PyTorch's own kernel, which adds the bias itself) are left
-    out. The backward node is found by the weight it reads."""
+    (``groups`` = input channels > 1: PyTorch's own kernel, which adds the bias itself) are
+    left out. The backward node is found by the weight it reads."""
     prods: dict[int, list[int]] = {}
     for s, d in graph.edges:
         prods.setdefault(d, []).append(s)
     nodes = graph.nodes
     by_weight: dict[int, float] = {}  # weight node -> forward output bytes of a biased conv
     for i, n in enumerate(nodes):
-        if n.op_class != "conv" or n.phase != "forward" or op_base(n.op) not in _BIASED_CONV:
-            continue
-        ins = prods.get(i, [])
-        c_out = n.shape[1] if len(n.shape) > 1 else -1
-        # the weight (K x C/g x ...): as many dims as the output, K = the output's channels
-        # (the data input shares the output's batch; a parameter wins a tie)
-        w = [j for j in ins if len(nodes[j].shape) == len(n.shape) and nodes[j].shape[0] == c_out]
-        if len(w) > 1:
-            w = [j for j in w if nodes[j].op == "Parameter"] or w[1:]
-        has_bias = any(len(nodes[j].shape) == 1 and nodes[j].shape[0] == c_out for j in ins)
-        if has_bias and len(w) == 1 and not (nodes[w[0]].shape[1] == 1 and c_out > 1):
-            by_weight[w[0]] = float(n.out_bytes)
+        if n.op_class == "conv" and n.phase == "forward" and op_base(n.op) in _BIASED_CONV:
+            w = _bias_weight(graph, prods.get(i, []), i)
+            if w is not None:
+                by_weight[w] = float(n.out_bytes)
     out = np.zeros(len(kern_idx))
     for k, i in enumerate(kern_idx):
         n = nodes[i]
@@ -151,6 +143,31 @@ def conv_bias_bytes(graph: OpGraph, kern_idx: list[int]) -> np.ndarray:
         if hit:
             out[k] = (2.0 if n.phase == "forward" else 1.0) * hit[0]
     return out
+
+
+def _bias_weight(graph: OpGraph, ins: list[int], i: int) -> int | None:
+    """The weight node of forward convolution ``i`` when PyTorch adds its bias in a kernel
+    of its own (a 1-D input of the output's channels), else None. A 2-D convolution's weight
+    is the ``K x C/g x R x S`` input of its geometry (``graphkernels.conv_geometry``: plain or
+    transposed); another's, the input with the output's channels first. A parameter wins a
+    tie with the data input, else the later input."""
+    nodes, out = graph.nodes, tuple(graph.nodes[i].shape)
+    c_out = out[1] if len(out) > 1 else -1
+    if not any(len(nodes[j].shape) == 1 and nodes[j].shape[0] == c_out for j in ins):
+        return None
+    same = [j for j in ins if len(nodes[j].shape) == len(out)]
+    geo = (conv_geometry([tuple(nodes[j].shape) for j in same], out, backward=False)
+           if len(out) == 4 else None)
+    if geo is not None:
+        _, c, _, _, k, r, s, _, g, _, _ = (int(v) for v in geo[0])
+        if g > 1 and g == c:
+            return None
+        w = [j for j in same if tuple(nodes[j].shape) == (k, c // g, r, s)]
+    else:
+        w = [j for j in same if nodes[j].shape[0] == c_out]
+    if len(w) > 1:
+        w = [j for j in w if nodes[j].op == "Parameter"] or w[1:]
+    return w[0] if len(w) == 1 else None
 
 
 def _gemm_mnk(op: str, op_class: str, shape: tuple[int, ...] | list[int], flops: float,
@@ -189,7 +206,8 @@ class GraphCost:
     start-up; ``opt_tensors``/``n_param_tensors``: tensors each optimizer foreach kernel covers
     and the parameter tensors (PyTorch 1.x per-tensor loops, ``hostwork``); ``bias_bytes``:
     traffic of a convolution's separate bias kernel (``conv_bias_bytes``; launched from inside
-    the convolution op's own call, so no dispatch of its own: ``cudnn_dispatch_us`` covers it)."""
+    the convolution op's own call, so no dispatch of its own: ``cudnn_dispatch_us`` covers it);
+    ``pure_half``: the FP32-traced step run under ``model.half()`` (``model_half``)."""
 
     flops: np.ndarray
     bytes: np.ndarray
@@ -226,6 +244,13 @@ class GraphCost:
     gemm_mnk: np.ndarray | None = None
     keeps_fp32: np.ndarray | None = None
     bias_bytes: np.ndarray | None = None
+    pure_half: bool = False
+
+    def model_half(self) -> GraphCost:
+        """This FP32-traced step run under ``model.half()``: every tensor, weights and
+        optimizer state included, in half precision (priced under ``amp-fp16``'s math rules;
+        ``kernels.precision.pure_half_keeps_fp32`` has what differs from autocast)."""
+        return replace(self, pure_half=True)
 
     def act_bytes(self, params: EmulatorParams) -> float:
         """The footprint's activation bytes: the liveness peak less the gradients

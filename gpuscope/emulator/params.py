@@ -22,7 +22,7 @@ from gpuscope.emulator.kernels.params import KernelParams, default_kernel_params
 CALIBRATION_FILE: Path = Path(__file__).with_name("calibration.json")
 #: Version of the emulator's model; bump on any change to performance, memory or traces
 #: (the bundled emulated datasets record it; ``gpuscope.emulator.calibration.bundle``).
-EMULATOR_VERSION: str = "3.2"
+EMULATOR_VERSION: str = "3.3"
 #: GPU-side constants of emulator 2.x, now the kernel model's (``kernels/kernel_params.json``).
 GPU_SIDE_V2: frozenset[str] = frozenset({
     "class_eff", "arch_eff", "arch_class_eff", "arch_winograd", "bw_eff", "tensor_eff",
@@ -260,8 +260,19 @@ def _era_overrides(era: str, over: Any, names: set[str]) -> dict[str, Any]:
             for k, v in over.items()}
 
 
+_LOADED: dict[tuple[str, int, int], EmulatorParams] = {}
+
+
 def default_params() -> EmulatorParams:
-    """The calibrated parameters when ``calibration.json`` exists, else the defaults."""
-    if CALIBRATION_FILE.exists():
-        return EmulatorParams.load(CALIBRATION_FILE)
-    return EmulatorParams()
+    """The calibrated parameters when ``calibration.json`` exists, else the defaults. The file
+    is read once per version of it (its path, modification time and size): an allocation
+    prices thousands of jobs, and the parameters are immutable."""
+    try:
+        st = CALIBRATION_FILE.stat()
+    except FileNotFoundError:
+        return EmulatorParams()
+    key = (str(CALIBRATION_FILE), st.st_mtime_ns, st.st_size)
+    if key not in _LOADED:
+        _LOADED.clear()
+        _LOADED[key] = EmulatorParams.load(CALIBRATION_FILE)
+    return _LOADED[key]

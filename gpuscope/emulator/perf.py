@@ -85,8 +85,12 @@ from gpuscope.emulator.hostwork import (
 )
 from gpuscope.emulator.kernels.device import KernelDevice
 from gpuscope.emulator.kernels.memory import stream_time
-from gpuscope.emulator.kernels.model import KIND, KernelBatch, price
-from gpuscope.emulator.kernels.precision import amp_traffic, half_on_tensor_cores
+from gpuscope.emulator.kernels.model import KIND, ROW_TABLES, KernelBatch, price
+from gpuscope.emulator.kernels.precision import (
+    amp_traffic,
+    half_on_tensor_cores,
+    pure_half_traffic,
+)
 from gpuscope.emulator.memory import (
     OPTIMIZER_COPIES,
     MemoryFootprint,
@@ -161,7 +165,11 @@ def _kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     kb = cost.kernels if cost.kernels is not None else flops_batch(cost)
     keep = cost.optimizer if cost.keeps_fp32 is None or cost.optimizer is None else (
         cost.optimizer | cost.keeps_fp32)
-    byts = amp_traffic(cost.bytes, precision, cost.half_traced, keep)
+    if cost.pure_half and not cost.half_traced:
+        bn = (kb.kind == KIND["rows"]) & (kb.rowsub == ROW_TABLES.index("batch_norm"))
+        byts = pure_half_traffic(cost.bytes, bn)
+    else:
+        byts = amp_traffic(cost.bytes, precision, cost.half_traced, keep)
     if byts is not cost.bytes:  # half-precision activations of a graph traced in FP32
         scale = np.where(cost.bytes > 0, byts / np.maximum(cost.bytes, 1e-30), 1.0)
         kb = replace(kb, bytes=kb.bytes * scale, work=kb.work * scale)

@@ -32,7 +32,7 @@ from scipy.optimize import least_squares
 from gpuscope.cluster.devices import DeviceSpec
 from gpuscope.core.data import gavel_entries, gavel_throughputs, measured_table, parse_job_type
 from gpuscope.core.errors import InputError
-from gpuscope.emulator.hostwork import HOST_GPU_P_RANGE, host_gpu_p_start, host_gpu_s
+from gpuscope.emulator.hostwork import HOST_GPU_P_RANGE, host_gpu_p_start
 from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import EmulatorParams
 from gpuscope.emulator.perf import EmulatedJob, GraphCost, estimate, gpu_times
@@ -210,12 +210,10 @@ def host_step_errors(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]
     """log(emulated / measured) in-process step time of (job, cost, device, seconds) rows: the
     emulator's step without its input pipeline, ``host_gpu_s(t_gpu, t_dispatch) + t_sync``
     (the measurement has the batch on the GPU already)."""
-    out = []
-    for j, c, d, t in rows:
-        e = estimate(j, c, d, params)
-        q = params.for_era(d.host_era)
-        out.append(np.log((host_gpu_s(e.t_gpu_s, e.t_dispatch_s, q) + e.t_sync_s) / t))
-    return np.asarray(out, dtype=np.float64)
+    from gpuscope.emulator.calibration.measured import in_process_step_s
+
+    return np.array([np.log(in_process_step_s(estimate(j, c, d, params), d, params) / t)
+                     for j, c, d, t in rows], dtype=np.float64)
 
 
 def fit_host_steps(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]],

@@ -8,8 +8,9 @@
   contributors on an RTX 2080 Ti, TITAN Xp, TITAN RTX and a DGX A100's A100-SXM4-40GB):
   ``zero_grad`` + forward (with the batch's copy to the GPU) + cross-entropy + backward, no
   optimizer step, batch 12, 224 x 224, ``cudnn.benchmark``; ``fp32`` (TF32 convolutions on the
-  A100, CUDA 11.1) and ``fp16(pure)`` (``model.half()``: priced as the FP32 trace under
-  ``amp-fp16`` rules, half the traffic, FP16 tensor cores where the GPU has them). The
+  A100, CUDA 11.1) and ``fp16(pure)`` (``model.half()``: the FP32 trace priced as
+  ``GraphCost.model_half`` under ``amp-fp16`` rules: half the traffic except batch norm's,
+  which runs in PyTorch's own kernels, FP16 tensor cores where the GPU has them). The
   models are ``gpuscope.workloads.models.torchvision``'s; the emulated iteration is
   ``host_gpu_s(t_gpu, t_dispatch) + step_sync`` (the DataLoader's hand-off happens outside the timed
   region) on the benchmark's machines (PyTorch 1.x: legacy host era; the catalog's
@@ -27,7 +28,7 @@ import pandas as pd
 from gpuscope.cluster.devices import DeviceSpec, get_device
 from gpuscope.emulator.hostwork import HOST_GPU_P_RANGE, host_gpu_p_start, host_gpu_s
 from gpuscope.emulator.params import EmulatorParams
-from gpuscope.emulator.perf import GraphCost, estimate
+from gpuscope.emulator.perf import Estimate, GraphCost, estimate
 from gpuscope.graphs import GraphCache
 from gpuscope.jobs.spec import JobSpec
 
@@ -86,19 +87,27 @@ def gpubench_rows(cache: GraphCache, path: str | Path | None = None,
                       module=f"gpuscope.workloads.models.torchvision:{r.model}")
         if r.model not in costs:
             fp32 = replace(job, precision="fp32")
-            costs[str(r.model)] = GraphCost.from_graph(cache.get_or_export(fp32), job.batch_size)
-        rows.append(StepRow(job, costs[str(r.model)], devs[str(r.device)],
-                            float(r.iter_ms_median) * 1e-3))
+            c = GraphCost.from_graph(cache.get_or_export(fp32), job.batch_size)
+            costs[str(r.model)], costs[f"{r.model}:half"] = c, c.model_half()
+        cost = costs[f"{r.model}:half" if r.precision == "fp16(pure)" else str(r.model)]
+        rows.append(StepRow(job, cost, devs[str(r.device)], float(r.iter_ms_median) * 1e-3))
     return d.reset_index(drop=True), rows
 
 
-def step_seconds(row: StepRow, params: EmulatorParams, loader: bool = True) -> float:
-    """The emulated in-process step: ``host_gpu_s(t_gpu, t_dispatch) + t_sync`` (without the
-    DataLoader hand-off when ``loader`` is False)."""
-    e = estimate(row.job, row.cost, row.device, params)
-    p = params.for_era(row.device.host_era)
-    sync = e.t_sync_s if loader else p.step_sync_ms * 1e-3 / row.device.host_single_core
+def in_process_step_s(e: Estimate, device: DeviceSpec, params: EmulatorParams,
+                      loader: bool = True) -> float:
+    """The emulated step of a measurement timed in one process with the batch ready (no input
+    pipeline): ``host_gpu_s(t_gpu, t_dispatch) + t_sync`` of estimate ``e`` on ``device``
+    (without the DataLoader hand-off in ``t_sync`` when ``loader`` is False)."""
+    p = params.for_era(device.host_era)
+    sync = e.t_sync_s if loader else p.step_sync_ms * 1e-3 / device.host_single_core
     return host_gpu_s(e.t_gpu_s, e.t_dispatch_s, p) + sync
+
+
+def step_seconds(row: StepRow, params: EmulatorParams, loader: bool = True) -> float:
+    """``in_process_step_s`` of a measured row."""
+    return in_process_step_s(estimate(row.job, row.cost, row.device, params), row.device,
+                             params, loader)
 
 
 def gpubench_table(df: pd.DataFrame, rows: list[StepRow], params: EmulatorParams) -> pd.DataFrame:
