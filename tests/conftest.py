@@ -5,6 +5,10 @@
   ``--catalog`` a test passes does not outlive it.
 * ``catalog_graphs`` traces each training-step graph once per session: the catalog export
   test and the Fig. 7 order test read the same CIFAR-10 SGD graphs (a trace costs seconds).
+* Each process computes on one OpenMP thread (``OMP_NUM_THREADS=1`` unless the caller set it,
+  inherited by the commands and jobs the tests start): the suite runs on shared 2-core
+  machines, where a second thread spinning against other processes makes small CPU steps and
+  tree fits many times slower. The tests check results, not parallel speed.
 * Commands print no phase lines or progress bars (``GPUSCOPE_QUIET``), so the stderr of a
   failing command is exactly its one error line; ``tests/test_cli_feedback.py`` unsets it to
   check the feedback itself.
@@ -19,6 +23,7 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("GPUSCOPE_QUIET", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch, numpy's BLAS or sklearn load
 
 
 @pytest.fixture(autouse=True)
