@@ -82,17 +82,16 @@ def test_bad_clock_is_one_line_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_fig7_order_on_cifar10_subset(tmp_path: Path) -> None:
+def test_fig7_order_on_cifar10_subset(catalog_graphs) -> None:
     """Seed 001 §4.2 / Fig. 7: GTX 1080 slowest, Titan X fastest on average (here the 12
     Table 3 CNNs on CIFAR-10, batch 32, SGD; the full 408-run check is
     benchmarks/emulator_seed001.py)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from emulator_seed001 import fig7_means, fig7_order_holds
 
-    from gpuscope.graphs import GraphCache
     from gpuscope.jobs.spec import TABLE3_CNNS, JobSpec
 
     jobs = [JobSpec(m, "cifar10", "sgd", 32, 10, steps_per_epoch=100) for m in TABLE3_CNNS]
-    means, n = fig7_means(GraphCache(tmp_path), jobs=jobs)
+    means, n = fig7_means(catalog_graphs, jobs=jobs)  # graphs shared with tests/test_graphs.py
     assert n == len(jobs)
     assert fig7_order_holds(means), means

@@ -134,9 +134,15 @@ def test_unseen_targets_nan_peaks_capped_and_oom(builder: FeatureBuilder) -> Non
     assert bool(row["oom"]) and row["oom_prob"] == 1.0
 
 
-def test_auto_picks_analytic_when_the_emulator_is_the_truth(builder: FeatureBuilder) -> None:
-    data = _emulated_data(builder, noise=0.0)
-    m = HybridModel(kinds="auto").fit(data.frame, data.Y(), data.total_steps(), data.groups())
+@pytest.fixture(scope="module")
+def auto_checkpoint(builder: FeatureBuilder) -> dict:
+    """``fit_physics(kinds="auto")`` on emulator-labelled rows (noise 0): the cross-validated
+    choice per target takes seconds, so the two tests below read one fit."""
+    return fit_physics(_emulated_data(builder, noise=0.0), kinds="auto")
+
+
+def test_auto_picks_analytic_when_the_emulator_is_the_truth(auto_checkpoint: dict) -> None:
+    m = HybridModel.from_state(auto_checkpoint["model"])
     assert m.chosen_["exec_time_s"] == "analytic"
     assert set(m.chosen_) == {"exec_time_s", "gpu_util_peak", "gpu_util_burst_s"}
 
@@ -170,9 +176,9 @@ def test_learns_a_known_correction(builder: FeatureBuilder) -> None:
     assert np.max(np.abs(p - y[:, j]) / y[:, j]) < 0.03
 
 
-def test_checkpoint_weights_only_round_trip(builder: FeatureBuilder, tmp_path) -> None:
-    data = _emulated_data(builder)
-    ck = fit_physics(data, kinds="auto")
+def test_checkpoint_weights_only_round_trip(builder: FeatureBuilder, auto_checkpoint: dict,
+                                            tmp_path) -> None:
+    ck = auto_checkpoint
     path = save_physics(ck, tmp_path / "p.pt")
     torch.load(path, weights_only=True)  # safe loading works
     a = PhysicsPredictor(ck, builder=builder).predict(_jobs(epochs=2))

@@ -14,8 +14,9 @@ from gpuscope.schedulers.greedy import construct
 from gpuscope.schedulers.step import Decision, StepState, f_obj
 
 
-def small_problem(seed: int, n_jobs: int, n_nodes: int, fixed: bool):
-    """A random instance: node types A (2 GPUs) and B (1 GPU), times 100–5000 s."""
+def small_problem(seed: int, n_jobs: int, n_nodes: int, fixed: bool, **params):
+    """A random instance: node types A (2 GPUs) and B (1 GPU), times 100–5000 s; ``params``
+    replace fields of the default :class:`Params`."""
     rng = np.random.default_rng(seed)
     rows, meta = [], []
     for j in range(n_jobs):
@@ -38,11 +39,12 @@ def small_problem(seed: int, n_jobs: int, n_nodes: int, fixed: bool):
         base = tjng_to_instance(t, meta, n_nodes=n_nodes)
         inst = Instance(jobs=base.jobs, times=times, nodes=base.nodes)
         types = ["An" if i % 2 == 0 else "Bn" for i in range(n_nodes)]
-        return compile_instance(inst, Params(max_it_rg=15, cost_model="per_gpu_count"), types)
+        params = {"max_it_rg": 15, **params, "cost_model": "per_gpu_count"}
+        return compile_instance(inst, Params(**params), types)
     cat = pd.DataFrame({"VMtype": ["A1", "A2", "B1"], "GPUtype": ["A", "A", "B"],
                         "nGPUs": [1, 2, 1], "cost": [1.2, 2.4, 0.5]})
     inst = tjng_to_instance(t, meta, vm_catalog=cat, n_nodes=n_nodes)
-    return compile_instance(inst, Params(max_it_rg=15))
+    return compile_instance(inst, Params(**{"max_it_rg": 15, **params}))
 
 
 def check_invariants(p, res) -> None:

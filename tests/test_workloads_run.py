@@ -160,7 +160,11 @@ def test_is_oom_classification() -> None:
     assert not run.is_oom(ValueError("out of memory"))  # only allocator errors count
 
 
-def test_cli_workloads_list(capsys: pytest.CaptureFixture) -> None:
+def test_cli_workloads_list(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gpuscope.workloads.cli as wcli
+
+    built = wcli.catalog_rows()  # builds every catalog model once (seconds)
+    monkeypatch.setattr(wcli, "catalog_rows", lambda: built)
     assert gpuscope_main(["workloads", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     from gpuscope.jobs.spec import MODEL_DATASETS

@@ -70,7 +70,10 @@ def _numeric(df: pd.DataFrame, col: str, what: str) -> pd.Series:
     import pandas as pd
 
     raw = df[col]
-    s = pd.to_numeric(raw.where(~raw.map(lambda v: isinstance(v, bool))), errors="coerce")
+    if raw.dtype.kind in "iuf":  # already numbers (no bools): skip the per-value look
+        s = raw
+    else:
+        s = pd.to_numeric(raw.where(~raw.map(lambda v: isinstance(v, bool))), errors="coerce")
     v = s.to_numpy(dtype=float, na_value=np.nan)
     low, high = BOUNDS.get(col, (-np.inf, np.inf))
     with np.errstate(invalid="ignore"):
@@ -281,10 +284,14 @@ def write_instance(inst: Instance, directory: str | Path) -> Path:
 def catalog_from_tjng(tjng: pd.DataFrame) -> pd.DataFrame:
     """A VM catalog with one VM type per (node_type, n_gpus) of the table, priced at the mean
     ``cost_per_h`` of that configuration (ANDREAS-style fixed nodes, seed 000 ``c_ng``)."""
+    return _catalog(validate_tjng(tjng))
+
+
+def _catalog(t: pd.DataFrame) -> pd.DataFrame:
+    """:func:`catalog_from_tjng` of an already validated table."""
     import numpy as np
     import pandas as pd
 
-    t = validate_tjng(tjng)
     cat = t.groupby(["node_type", "n_gpus"], sort=True)["cost_per_h"].mean().reset_index()
     return pd.DataFrame({
         "VMtype": [f"{n}x{g}" for n, g in zip(cat.node_type, cat.n_gpus)],
@@ -314,7 +321,7 @@ def tjng_to_instance(
     import pandas as pd
 
     t = validate_tjng(tjng)
-    cat = catalog_from_tjng(t) if vm_catalog is None else vm_catalog
+    cat = _catalog(t) if vm_catalog is None else vm_catalog
     miss = [c for c in CATALOG_COLUMNS if c not in cat.columns]
     if miss:
         raise InputError(f"VM catalog is missing column(s): {', '.join(miss)}")
