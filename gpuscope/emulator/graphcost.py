@@ -249,7 +249,7 @@ class GraphCost:
     def model_half(self) -> GraphCost:
         """This FP32-traced step run under ``model.half()``: every tensor, weights and
         optimizer state included, in half precision (priced under ``amp-fp16``'s math rules;
-        ``kernels.precision.pure_half_keeps_fp32`` has what differs from autocast)."""
+        ``kernels.precision.model_half_keeps_fp32`` has what differs from autocast)."""
         return replace(self, pure_half=True)
 
     def act_bytes(self, params: EmulatorParams) -> float:

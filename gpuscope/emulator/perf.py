@@ -89,7 +89,7 @@ from gpuscope.emulator.kernels.model import KIND, ROW_TABLES, KernelBatch, price
 from gpuscope.emulator.kernels.precision import (
     amp_traffic,
     half_on_tensor_cores,
-    pure_half_traffic,
+    model_half_keeps_fp32,
 )
 from gpuscope.emulator.memory import (
     OPTIMIZER_COPIES,
@@ -163,13 +163,14 @@ def _kernel_times(cost: GraphCost, device: DeviceSpec, params: EmulatorParams,
     kp = params.kernels
     dev = KernelDevice.from_spec(device)
     kb = cost.kernels if cost.kernels is not None else flops_batch(cost)
-    keep = cost.optimizer if cost.keeps_fp32 is None or cost.optimizer is None else (
-        cost.optimizer | cost.keeps_fp32)
-    if cost.pure_half and not cost.half_traced:
-        bn = (kb.kind == KIND["rows"]) & (kb.rowsub == ROW_TABLES.index("batch_norm"))
-        byts = pure_half_traffic(cost.bytes, bn)
+    keep: np.ndarray | None
+    if cost.pure_half:
+        keep = model_half_keeps_fp32((kb.kind == KIND["rows"])
+                                     & (kb.rowsub == ROW_TABLES.index("batch_norm")))
     else:
-        byts = amp_traffic(cost.bytes, precision, cost.half_traced, keep)
+        keep = cost.optimizer if cost.keeps_fp32 is None or cost.optimizer is None else (
+            cost.optimizer | cost.keeps_fp32)
+    byts = amp_traffic(cost.bytes, precision, cost.half_traced, keep)
     if byts is not cost.bytes:  # half-precision activations of a graph traced in FP32
         scale = np.where(cost.bytes > 0, byts / np.maximum(cost.bytes, 1e-30), 1.0)
         kb = replace(kb, bytes=kb.bytes * scale, work=kb.work * scale)

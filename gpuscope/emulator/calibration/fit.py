@@ -32,6 +32,7 @@ from scipy.optimize import least_squares
 from gpuscope.cluster.devices import DeviceSpec
 from gpuscope.core.data import gavel_entries, gavel_throughputs, measured_table, parse_job_type
 from gpuscope.core.errors import InputError
+from gpuscope.emulator.calibration.measured import in_process_step_s
 from gpuscope.emulator.hostwork import HOST_GPU_P_RANGE, host_gpu_p_start
 from gpuscope.emulator.multigpu import speedup
 from gpuscope.emulator.params import EmulatorParams
@@ -210,8 +211,6 @@ def host_step_errors(rows: list[tuple[EmulatedJob, GraphCost, DeviceSpec, float]
     """log(emulated / measured) in-process step time of (job, cost, device, seconds) rows: the
     emulator's step without its input pipeline, ``host_gpu_s(t_gpu, t_dispatch) + t_sync``
     (the measurement has the batch on the GPU already)."""
-    from gpuscope.emulator.calibration.measured import in_process_step_s
-
     return np.array([np.log(in_process_step_s(estimate(j, c, d, params), d, params) / t)
                      for j, c, d, t in rows], dtype=np.float64)
 

@@ -79,17 +79,18 @@ def gpubench_rows(cache: GraphCache, path: str | Path | None = None,
     d = d.assign(device=d["gpu"].map(GPUBENCH_DEVICES)).dropna(subset=["device"])
     devs = {n: get_device(n) for n in d["device"].unique()}
     devs = {n: (dgx_a100(s) if n == "a100" else s) for n, s in devs.items()}
-    costs: dict[str, GraphCost] = {}
+    costs: dict[tuple[str, bool], GraphCost] = {}  # (model, model.half())
     rows = []
     for r in d.itertuples():
         prec = GPUBENCH_PRECISION[str(r.precision)]
         job = JobSpec(str(r.model), "imagenet", "none", int(r.batch_size), 1, precision=prec,
                       module=f"gpuscope.workloads.models.torchvision:{r.model}")
-        if r.model not in costs:
+        m = str(r.model)
+        if (m, False) not in costs:
             fp32 = replace(job, precision="fp32")
             c = GraphCost.from_graph(cache.get_or_export(fp32), job.batch_size)
-            costs[str(r.model)], costs[f"{r.model}:half"] = c, c.model_half()
-        cost = costs[f"{r.model}:half" if r.precision == "fp16(pure)" else str(r.model)]
+            costs[(m, False)], costs[(m, True)] = c, c.model_half()
+        cost = costs[(m, r.precision == "fp16(pure)")]
         rows.append(StepRow(job, cost, devs[str(r.device)], float(r.iter_ms_median) * 1e-3))
     return d.reset_index(drop=True), rows
 

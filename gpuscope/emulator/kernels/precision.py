@@ -21,7 +21,7 @@ precision (``PRECISIONS``), the kernel's dtype in the traced graph and the archi
 Under ``amp-*`` a graph not traced under autocast has its activation traffic halved except the
 optimizer's and the ops autocast keeps in FP32 (``amp_traffic``). Under ``model.half()`` (an
 FP32-traced step whose every tensor is half, ``GraphCost.model_half``) all traffic is halved,
-the optimizer's too, except batch norm's (``pure_half_traffic``).
+the optimizer's too, except batch norm's (``model_half_keeps_fp32``).
 """
 
 from __future__ import annotations
@@ -80,9 +80,10 @@ def mm_rates(dev: KernelDevice, precision: str, cudnn: np.ndarray, gemm: np.ndar
     return rate, tc
 
 
-def pure_half_traffic(byts: np.ndarray, batch_norm: np.ndarray) -> np.ndarray:
-    """Bytes each kernel of an FP32-traced step moves under ``model.half()``: half, except the
-    ``batch_norm`` kernels. PyTorch calls cuDNN's batch norm on a half input only when its
+def model_half_keeps_fp32(batch_norm: np.ndarray) -> np.ndarray:
+    """The kernels of an FP32-traced step that keep their FP32 traffic under ``model.half()``
+    (``amp_traffic``'s ``keep_fp32``; every other kernel, the optimizer's too, moves half):
+    the ``batch_norm`` kernels. PyTorch calls cuDNN's batch norm on a half input only when its
     weight is FP32 (``use_cudnn`` in ``aten/src/ATen/native/Normalization.cpp``, PyTorch 1.x
     and 2.x: ``input.scalar_type() != at::kHalf || weight.scalar_type() == at::kFloat``),
     which autocast keeps and ``model.half()`` does not; PyTorch's own kernels run instead
@@ -91,7 +92,7 @@ def pure_half_traffic(byts: np.ndarray, batch_norm: np.ndarray) -> np.ndarray:
     without batch norm): under ``model.half()`` the batch norms take 0.7-1.2x their FP32 time
     on Turing and Ampere GPUs, where cuDNN's half kernels would take about half; 2.1-2.4x on a
     TITAN Xp, which this rule does not give."""
-    return np.where(batch_norm, byts, 0.5 * byts)
+    return batch_norm
 
 
 def amp_traffic(byts: np.ndarray, precision: str, half_traced: bool,
