@@ -14,7 +14,9 @@ fp16, per GPU; ``benchmarks/emulator_fidelity.py`` prints their table) and the m
 steps (``benchmarks/emulator_vs_gpu.py``), median |log(emulated / measured)| over all rows.
 Last line: ``kernels: leave-one-GPU-out median |log| = X (worst class C Y)[; CNN iterations Z;
 H100 steps W]``. ``--write`` refits on all five GPUs and writes
-``gpuscope/emulator/kernels/kernel_params.json`` (before ``--graph`` is computed).
+``gpuscope/emulator/kernels/kernel_params.json`` (before ``--graph`` is computed), with the
+cited SGEMM scales of the architectures no measured kernel covers and Kepler's convolution
+scale recomputed (``calibration.cited``).
 
     python benchmarks/emulator_kernels.py [--sample N] [--write] [--graph] [--data DIR]
     python benchmarks/emulator_kernels.py --graph-only   # minutes: the recorded kernel line
@@ -30,6 +32,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from gpuscope.emulator.calibration.cited import with_cited_scales
 from gpuscope.emulator.calibration.kernel_fit import (
     catalog_names,
     fit_device,
@@ -110,10 +113,10 @@ def main() -> None:
                 "command": "python benchmarks/emulator_kernels.py --write",
                 "leave_one_gpu_out": line}
         old = default_kernel_params()  # the graph-level fits and cited figures are kept
-        replace(fit.params, provenance={**old.provenance, **prov}, gemm_tc=old.gemm_tc,
-                attention=old.attention, batch_norm=old.batch_norm, reduce=old.reduce,
-                simt_arch_scale=old.simt_arch_scale,
-                dual_fp32_scale=old.dual_fp32_scale).save(KERNEL_PARAMS_FILE)
+        with_cited_scales(replace(fit.params, provenance={**old.provenance, **prov},
+                                  gemm_tc=old.gemm_tc, attention=old.attention,
+                                  batch_norm=old.batch_norm, reduce=old.reduce)
+                          ).save(KERNEL_PARAMS_FILE)
         print(f"wrote {KERNEL_PARAMS_FILE}", file=sys.stderr)
     if a.graph:
         line += graph_figures()

@@ -22,7 +22,7 @@ from gpuscope.emulator.kernels.params import KernelParams, default_kernel_params
 CALIBRATION_FILE: Path = Path(__file__).with_name("calibration.json")
 #: Version of the emulator's model; bump on any change to performance, memory or traces
 #: (the bundled emulated datasets record it; ``gpuscope.emulator.calibration.bundle``).
-EMULATOR_VERSION: str = "3.3"
+EMULATOR_VERSION: str = "3.4"
 #: GPU-side constants of emulator 2.x, now the kernel model's (``kernels/kernel_params.json``).
 GPU_SIDE_V2: frozenset[str] = frozenset({
     "class_eff", "arch_eff", "arch_class_eff", "arch_winograd", "bw_eff", "tensor_eff",

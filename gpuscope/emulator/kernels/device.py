@@ -31,6 +31,11 @@ FP32_LANES: dict[str, int] = {"kepler": 192, "maxwell": 128, "pascal": 128, "vol
 #: peak counts both; cuBLAS SGEMM reaches a smaller fraction of it than on single-datapath
 #: SMs (``KernelParams.dual_fp32_scale``). GA100 (64 lanes) is not one.
 DUAL_FP32_ARCHS: frozenset[str] = frozenset({"ampere", "ada", "hopper"})
+#: Shared-memory bytes an SM serves per clock (32 banks of 4 bytes; Kepler's SMX has 8-byte
+#: banks in its 64-bit mode, cuBLAS's SGEMM mode: the Kepler tuning guide, "Shared Memory
+#: Bandwidth"). With the FP32 lanes it sets how much reuse a SIMT GEMM tile needs
+#: (``KernelDevice.simt_intensity``).
+SMEM_BYTES_PER_CLK: dict[str, int] = {"kepler": 256}
 L2_KB_PER_SM: dict[str, float] = {"kepler": 118.0, "maxwell": 128.0, "pascal": 102.0,
                                   "volta": 77.0, "turing": 102.0, "ampere": 73.0,
                                   "ada": 800.0, "hopper": 388.0}
@@ -87,6 +92,20 @@ class KernelDevice:
     def dual_fp32(self) -> bool:
         """Whether the SM's FP32 peak counts two datapaths (``DUAL_FP32_ARCHS``)."""
         return self.arch in DUAL_FP32_ARCHS and self.fp32_lanes == 128
+
+    @property
+    def simt_intensity(self) -> float:
+        """FP32 FLOP per shared-memory byte an SM issues per clock, relative to a 64-lane SM
+        with 128-byte shared memory (GP100, GV100, TU10x, GA100 = 1; GP10x, GA10x, AD10x,
+        GH100 = 2; Kepler's SMX 1.5)::
+
+            simt_intensity = (2 x lanes / smem_bytes_per_clk) / (2 x 64 / 128)
+
+        A SIMT GEMM tile feeds its FMAs from shared memory: the more FLOPs an SM issues per
+        byte it can load, the more reuse (arithmetic intensity) a tile needs to keep the
+        lanes busy (``gemm.tile_time``)."""
+        smem = SMEM_BYTES_PER_CLK.get(self.arch, 128)
+        return self.fp32_lanes * 128.0 / (64.0 * smem)
 
     @property
     def sm_rate(self) -> float:

@@ -7,11 +7,15 @@ each SM runs ``n = ceil(T / SMs)`` of them, one after another or side by side::
 
     t       = n * 2 tn tm ceil(K / s) / (rate_sm * min(e(tile), n * occ(tile)))
               + ceil(n * occ(tile)) * c / f_clock + split-K reduction 2 s b M N x 4 B / (bw * bw_eff)
-    e(tile) = eff * [a / (a + h)] / [64 / (64 + h)],   a = tn tm / (tn + tm)
+    e(tile) = eff * [a / (a + h q)] / [64 / (64 + h)],   a = tn tm / (tn + tm)
 
 ``rate_sm`` is the SM's peak (FP32 CUDA cores, or the tensor cores' rate: ``precision``);
 ``e`` the fraction of it an SM full of such tiles reaches, falling with the tile's arithmetic
-intensity ``a`` (64 for 128 x 128); ``occ = occ_128 x (tile area / 128^2)^occ_pow`` the
+intensity ``a`` (64 for 128 x 128) against the intensity ``h q`` that half-fills the SM:
+``q`` the SM's FP32 FLOP per shared-memory byte relative to a 64-lane SM
+(``KernelDevice.simt_intensity``: 2 on the 128-lane SMs of GP10x, GA10x, AD10x and GH100,
+whose tiles need twice the reuse; 1 on tensor cores, whose operands are fed otherwise);
+``occ = occ_128 x (tile area / 128^2)^occ_pow`` the
 fraction of an SM one tile keeps busy alone, so ``n`` tiles on an SM reach ``min(e, n occ)``
 (a partly filled wave of small tiles is latency-bound, a full one bandwidth-bound); ``c``
 the fixed cycles of a tile's prologue and epilogue. The time is the least over the tiles the
@@ -48,11 +52,13 @@ MIN_SLICE: int = 128
 
 
 def tile_time(b: np.ndarray, m: np.ndarray, n: np.ndarray, k: np.ndarray, tn: int, tm: int,
-              s: int, rate_sm: float, sms: int, clock: float, p: Mapping[str, float]) -> np.ndarray:
-    """Time of the GEMMs with one tile shape and split (module docstring), seconds."""
+              s: int, rate_sm: float, sms: int, clock: float, p: Mapping[str, float],
+              q: float = 1.0) -> np.ndarray:
+    """Time of the GEMMs with one tile shape and split (module docstring), seconds; ``q``
+    the SM's relative FLOP per shared-memory byte."""
     a = tn * tm / (tn + tm)
     h = p["ai_half"]
-    e = p["eff"] * (a / (a + h)) / (64.0 / (64.0 + h))
+    e = p["eff"] * (a / (a + h * q)) / (64.0 / (64.0 + h))
     occ = min(1.0, p["occ_128"] * (tn * tm / 128.0**2) ** p["occ_pow"])
     tiles = b * np.ceil(n / tn) * np.ceil(m / tm) * s
     kk = np.ceil(k / s)
@@ -70,12 +76,13 @@ def gemm_time(bmnk: np.ndarray, dev: KernelDevice, rate: float, dtype_bytes: np.
     best = np.full(len(b), np.inf)
     batched = b > 1
     bw = dev.bw * p["bw_eff"]
+    q = 1.0 if generation == "tensor" else dev.simt_intensity
     for kind, rows in (("single", ~batched), ("batched", batched)):
         if not rows.any():
             continue
         for tn, tm in TILES[generation][kind]:
             for s in SPLITS:
-                t = tile_time(b, m, n, k, tn, tm, s, rate_sm, dev.sms, dev.clock, p)
+                t = tile_time(b, m, n, k, tn, tm, s, rate_sm, dev.sms, dev.clock, p, q)
                 if s > 1:
                     t = np.where(np.ceil(k / s) >= MIN_SLICE, t + 8.0 * s * b * m * n / bw, np.inf)
                 best = np.where(rows, np.minimum(best, t), best)

@@ -170,6 +170,8 @@ def _mm_time(kname: str, kb: KernelBatch, dev: KernelDevice, rate: np.ndarray, t
     if not tc:  # a cited SIMT efficiency (Kepler; the dual-datapath FP32 SMs)
         scale = (p.dual_fp32_scale.get(dev.arch, 1.0) if dev.dual_fp32
                  else p.simt_arch_scale.get(dev.arch, 1.0))
+        if kname == "conv":
+            scale *= p.conv_arch_scale.get(dev.arch, 1.0)
         pg = {**pg, "eff": pg["eff"] * scale}
     out = np.empty(len(kb))
     for r in np.unique(rate):

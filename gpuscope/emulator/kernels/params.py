@@ -13,6 +13,9 @@ cuBLAS SGEMM at 0.63 of a K40's boost peak, ``k40_sgemm`` in ``datasets/devices.
 ``dual_fp32_scale`` does the same, per architecture, for SMs whose FP32 peak counts two
 datapaths (``KernelDevice.dual_fp32``: GA10x, Ada, Hopper; no measured kernel has one), from
 cited cuBLAS SGEMM figures (``h200_sgemm``, ``rtx3080_sgemm`` in ``datasets/devices.toml``).
+``conv_arch_scale`` scales the SIMT convolutions (cuDNN) of an architecture no measured kernel
+covers on top of that, from measured network times (Kepler: ``jcjohnson_cnn``). All three
+are computed by ``gpuscope.emulator.calibration.cited``.
 Stored as JSON, loaded without running code.
 """
 
@@ -61,6 +64,7 @@ class KernelParams:
     tile_generation: dict[str, str] = field(default_factory=dict)
     simt_arch_scale: dict[str, float] = field(default_factory=dict)
     dual_fp32_scale: dict[str, float] = field(default_factory=dict)
+    conv_arch_scale: dict[str, float] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> KernelParams:
@@ -93,6 +97,8 @@ class KernelParams:
                                  for a, v in dict(d.get("simt_arch_scale", {})).items()}
         kw["dual_fp32_scale"] = {str(a): _positive(f"dual_fp32_scale.{a}", v)
                                  for a, v in dict(d.get("dual_fp32_scale", {})).items()}
+        kw["conv_arch_scale"] = {str(a): _positive(f"conv_arch_scale.{a}", v)
+                                 for a, v in dict(d.get("conv_arch_scale", {})).items()}
         kw["provenance"] = {str(k): str(v) for k, v in dict(d.get("provenance", {})).items()}
         return cls(**kw)
 
