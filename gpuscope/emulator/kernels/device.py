@@ -23,19 +23,20 @@ from gpuscope.cluster.devices import DeviceSpec
 #: told apart by its SM count per TFLOP, see ``_lanes``).
 FP32_LANES: dict[str, int] = {"kepler": 192, "maxwell": 128, "pascal": 128, "volta": 64,
                               "turing": 64, "ampere": 128, "ada": 128, "hopper": 128}
-#: Typical L2 per SM (KiB) by architecture, for a device whose catalog entry gives no L2
-#: (whitepapers: GK210 1.5 MiB / 13 SMX, GP104 2 MiB / 20, GV100 6 MiB / 80, TU104 4 MiB / 40,
-#: GA102 6 MiB / 84, AD104 48 MiB / 60, GH100 50 MiB / 132).
 #: Architectures whose SMs issue FP32 on two datapaths (the doubled FP32 lanes of GA10x,
 #: AD10x and GH100: 128 lanes per SM, half of them shared with INT32). Their spec-sheet FP32
 #: peak counts both; cuBLAS SGEMM reaches a smaller fraction of it than on single-datapath
-#: SMs (``KernelParams.dual_fp32_scale``). GA100 (64 lanes) is not one.
+#: SMs (``KernelDevice.simt_intensity``, and a cited ``KernelParams.dual_fp32_scale``).
+#: GA100 (64 lanes) is not one.
 DUAL_FP32_ARCHS: frozenset[str] = frozenset({"ampere", "ada", "hopper"})
 #: Shared-memory bytes an SM serves per clock (32 banks of 4 bytes; Kepler's SMX has 8-byte
 #: banks in its 64-bit mode, cuBLAS's SGEMM mode: the Kepler tuning guide, "Shared Memory
 #: Bandwidth"). With the FP32 lanes it sets how much reuse a SIMT GEMM tile needs
 #: (``KernelDevice.simt_intensity``).
 SMEM_BYTES_PER_CLK: dict[str, int] = {"kepler": 256}
+#: Typical L2 per SM (KiB) by architecture, for a device whose catalog entry gives no L2
+#: (whitepapers: GK210 1.5 MiB / 13 SMX, GP104 2 MiB / 20, GV100 6 MiB / 80, TU104 4 MiB / 40,
+#: GA102 6 MiB / 84, AD104 48 MiB / 60, GH100 50 MiB / 132).
 L2_KB_PER_SM: dict[str, float] = {"kepler": 118.0, "maxwell": 128.0, "pascal": 102.0,
                                   "volta": 77.0, "turing": 102.0, "ampere": 73.0,
                                   "ada": 800.0, "hopper": 388.0}

@@ -8,8 +8,9 @@ includes per op (``floors_us``: PyTorch's dispatch and the launch, as CUDA event
 call see them). ``tile_generation`` overrides which cuBLAS kernel generation's tiles an
 architecture uses (``gemm.SIMT_GENERATION``; the leave-one-GPU-out check uses it for a
 generation no fitted GPU has). ``simt_arch_scale`` scales the SIMT GEMM and convolution
-efficiency of an architecture no kernel measurement covers, from a cited figure (Kepler:
-cuBLAS SGEMM at 0.63 of a K40's boost peak, ``k40_sgemm`` in ``datasets/devices.toml``).
+efficiency of an architecture no kernel measurement covers, so that the model reproduces a
+cited figure (Kepler: cuBLAS SGEMM at 0.63 of a K40's boost peak, ``k40_sgemm`` in
+``datasets/devices.toml``).
 ``dual_fp32_scale`` does the same, per architecture, for SMs whose FP32 peak counts two
 datapaths (``KernelDevice.dual_fp32``: GA10x, Ada, Hopper; no measured kernel has one), from
 cited cuBLAS SGEMM figures (``h200_sgemm``, ``rtx3080_sgemm`` in ``datasets/devices.toml``).
