@@ -199,6 +199,16 @@ def test_emulate_kernels_bad_rows_are_one_line(tmp_path, capsys, change, msg) ->
     assert not (tmp_path / "o.csv").exists()
 
 
+def test_emulate_kernels_on_a_table_without_ops_is_one_line(tmp_path, capsys) -> None:
+    # a job queue given by mistake: no op column (once a traceback from pandas)
+    src = tmp_path / "queue.csv"
+    src.write_text("job_id,model,dataset,optimizer,batch_size,epochs\nj1,resnet50,imagenet,sgd,4,1\n")
+    assert main(["emulate", "kernels", "--input", str(src), "--devices", "v100",
+                 "-o", str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no 'op' column" in err[0], err
+
+
 def test_fitted_device_figures_reproduce_its_measurements() -> None:
     # a sweep "measured" on a T4 that sustains 0.8 of its catalog compute and 0.9 of its
     # bandwidth, with host floors of 20 + 10 us: the fit finds those figures back

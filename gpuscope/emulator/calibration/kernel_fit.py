@@ -251,6 +251,7 @@ def predict_ms(df: pd.DataFrame, params: KernelParams, catalog: str | Path | Non
     """Predicted ``latency_ms`` of each row: its device time seen through the host's ``pre``
     and ``post`` of its (op, device) from ``floors`` or, failing that, the op's medians
     (``params.floors_us``)."""
+    table_batches(df)  # a bad table (no op column, an unknown op, a bad shape): one line
     dev_names = catalog_names(df["device"] if devices is None else devices, catalog)
     out = np.full(len(df), np.nan)
     ops = df["op"].astype(str).to_numpy()
