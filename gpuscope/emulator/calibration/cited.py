@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gpuscope.emulator.kernels.device import KernelDevice
-from gpuscope.emulator.kernels.gemm import SIMT_GENERATION, gemm_time
+from gpuscope.emulator.kernels.gemm import gemm_time, simt_generation
 from gpuscope.emulator.kernels.params import KernelParams
 
 if TYPE_CHECKING:
@@ -61,13 +61,6 @@ class CitedSgemm:
 
 
 ANCHORS: tuple[CitedSgemm, ...] = (
-    # Tesla K40 at its 875 MHz boost (GK110B: 15 SMX of 192 lanes, 288 GB/s, 1.5 MiB L2),
-    # cuBLAS 7.0, m = n = k from 2048 to 4352: 3.15 of 5.0 TFLOP/s
-    CitedSgemm("k40_sgemm",
-               KernelDevice("k40", "kepler", 15, 5.04e12, 0.0, 0.0, 288e9, 1.5 * _MiB, 875e6,
-                            fp32_lanes=192),
-               tuple((1, s, s, s) for s in range(2048, 4353, 256)), 3.15 / 5.0,
-               ("kepler",), False),
     # RTX 3080 (GA102: 68 SMs of 128 lanes, 1710 MHz, 760 GB/s, 5 MiB L2), 4096^3: 19.12 of
     # 29.8 TFLOP/s; Ada has the same dual-datapath SM and no cited figure of its own
     CitedSgemm("rtx3080_sgemm",
@@ -75,37 +68,40 @@ ANCHORS: tuple[CitedSgemm, ...] = (
                             1710e6, fp32_lanes=128),
                ((1, 4096, 4096, 4096),), 19.12 / 29.8, ("ampere", "ada"), True),
 )
-#: The H200 anchor uses the catalog's entry (its sustained clock and figures), batched SGEMMs
-#: 4096 and 8192 at batch 4-16: 82 % FMA pipe utilisation.
+#: The K40 anchor: cuBLAS 7.0 at the 875 MHz boost, m = n = k from 2048 to 4352, 3.15 of 5.0
+#: TFLOP/s. The H200 anchor uses the catalog's entry (its sustained clock and figures),
+#: batched SGEMMs 4096 and 8192 at batch 4-16: 82 % FMA pipe utilisation.
+K40_SHAPES: tuple[tuple[int, int, int, int], ...] = tuple(
+    (1, s, s, s) for s in range(2048, 4353, 256))
 H200_SHAPES: tuple[tuple[int, int, int, int], ...] = tuple(
     (b, s, s, s) for s in (4096, 8192) for b in (4, 8, 16))
 
 
 def anchors() -> tuple[CitedSgemm, ...]:
-    """Every cited SGEMM anchor (the H200's device read from the catalog)."""
+    """Every cited SGEMM anchor (the K40's and the H200's devices from the catalog)."""
     from gpuscope.cluster.devices import get_device
 
+    k40 = KernelDevice.from_spec(k40_board(875.0))
     h200 = KernelDevice.from_spec(get_device("h200"))
-    return (*ANCHORS, CitedSgemm("h200_sgemm", h200, H200_SHAPES, 0.82, ("hopper",), True))
+    return (CitedSgemm("k40_sgemm", k40, K40_SHAPES, 3.15 / 5.0, ("kepler",), False), *ANCHORS,
+            CitedSgemm("h200_sgemm", h200, H200_SHAPES, 0.82, ("hopper",), True))
 
 
 def model_share(a: CitedSgemm, params: KernelParams, scale: float = 1.0) -> float:
     """The model's median share of ``a.device``'s FP32 peak on ``a.shapes`` at ``scale``."""
     pg = {**params.gemm_simt, "eff": params.gemm_simt["eff"] * scale}
     dev = a.device
-    gen = params.tile_generation.get(dev.arch, SIMT_GENERATION.get(dev.arch, "ampere"))
+    gen = simt_generation(dev.arch, params.tile_generation)
     bmnk = np.array(a.shapes, dtype=np.float64)
     t = gemm_time(bmnk, dev, dev.fp32, 4.0, pg, gen)
     return float(np.median(2.0 * bmnk.prod(axis=1) / (t * dev.fp32)))
 
 
 def anchor_scale(a: CitedSgemm, params: KernelParams) -> float:
-    """The efficiency scale at which the model reproduces ``a.share`` (fixed point: the
-    share is nearly proportional to the scale; tile latency terms make it not exactly)."""
-    s = 1.0
-    for _ in range(6):
-        s *= a.share / model_share(a, params, s)
-    return s
+    """The efficiency scale at which the model reproduces ``a.share`` (``ratio_scale`` on
+    the log share: nearly proportional to the scale; tile latency terms make it not
+    exactly)."""
+    return ratio_scale(lambda s: -math.log(model_share(a, params, s)), -math.log(a.share))
 
 
 def cited_scales(params: KernelParams) -> KernelParams:
@@ -139,15 +135,18 @@ JCJOHNSON_MS: dict[str, tuple[float, float]] = {
 JCJOHNSON_BATCH: int = 16
 
 
-def k40c() -> DeviceSpec:
-    """The Tesla K40c as benchmarked: the catalog's Kepler entry with the K40 board's figures
-    (``k40_board``: 15 SMX, 2880 cores at the 745 MHz base clock the boards ship at = 4.29
-    TFLOP/s, 288 GB/s, 12 GB; GK110B's 1.5 MiB L2)."""
+def k40_board(clock_mhz: float) -> DeviceSpec:
+    """A Tesla K40 at ``clock_mhz``: the catalog's Kepler entry with the K40 board's figures
+    (``k40_board``: 15 SMX, 2880 cores, FP32 peak 2880 x 2 x clock to the board's two
+    decimals, 4.29 and 5.04 TFLOP/s; 288 GB/s, 12 GB;
+    GK110B's 1.5 MiB L2). The boards ship at the 745 MHz base clock (the K40c benchmarked
+    by jcjohnson: 4.29 TFLOP/s); boost, 875 MHz, is selected with nvidia-smi."""
     from gpuscope.cluster.devices import get_device
 
-    return replace(get_device("k80"), name="k40c", sm_count=15, fp32_tflops=4.29, mem_gb=12.0,
-                   mem_bw_gbs=288.0, boost_clock_mhz=745.0, sustained_clock_mhz=0.0,
-                   l2_mb=1.5, power_w=235.0)
+    return replace(get_device("k80"), name="k40", sm_count=15,
+                   fp32_tflops=round(2880 * 2 * clock_mhz * 1e-6, 2), mem_gb=12.0, mem_bw_gbs=288.0,
+                   boost_clock_mhz=clock_mhz, sustained_clock_mhz=0.0, l2_mb=1.5,
+                   power_w=235.0)
 
 
 def ratio_scale(log_ratio: Callable[[float], float], target: float, iters: int = 12) -> float:
@@ -173,7 +172,7 @@ def kepler_conv_scale(params: KernelParams,
 
     cache = cache or GraphCache()
     ep = replace(default_params(), kernels=params)
-    k40, g1080 = k40c(), get_device("gtx1080")
+    k40, g1080 = k40_board(745.0), get_device("gtx1080")
     jobs = [JobSpec(m, "imagenet", "none", JCJOHNSON_BATCH, 1, precision="fp32",
                     module=f"gpuscope.workloads.models.torchvision:{m}") for m in JCJOHNSON_MS]
     costs = [GraphCost.from_graph(cache.get_or_export(j), JCJOHNSON_BATCH) for j in jobs]

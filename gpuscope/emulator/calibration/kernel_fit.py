@@ -251,18 +251,17 @@ def predict_ms(df: pd.DataFrame, params: KernelParams, catalog: str | Path | Non
     """Predicted ``latency_ms`` of each row: its device time seen through the host's ``pre``
     and ``post`` of its (op, device) from ``floors`` or, failing that, the op's medians
     (``params.floors_us``)."""
-    table_batches(df)  # a bad table (no op column, an unknown op, a bad shape): one line
     dev_names = catalog_names(df["device"] if devices is None else devices, catalog)
     out = np.full(len(df), np.nan)
-    ops = df["op"].astype(str).to_numpy()
+    fl = floors or {}
     for dn in dev_names.unique():
         rows = (dev_names == dn).to_numpy()
         dev = KernelDevice.from_spec(get_device(dn, catalog))
-        t = table_seconds(df[rows], dev, params)
-        fl = floors or {}
-        pre = np.array([fl.get((o, dn), params.floors_us.get(o, 0.0)) for o in ops[rows]])
+        t = table_seconds(df[rows], dev, params)  # checks the rows: a bad table is one line
+        ops = df["op"].astype(str).to_numpy()[rows]
+        pre = np.array([fl.get((o, dn), params.floors_us.get(o, 0.0)) for o in ops])
         post = np.array([fl.get((o + ":post", dn), params.floors_us.get(o + ":post", 0.0))
-                         for o in ops[rows]])
+                         for o in ops])
         out[rows] = measured_latency(pre * 1e-6, post * 1e-6, t) * 1e3
     return out
 

@@ -47,6 +47,12 @@ TILES: dict[str, dict[str, tuple[tuple[int, int], ...]]] = {
                "batched": ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))},
 }
 SPLITS: tuple[int, ...] = (1, 2, 4, 8, 16)
+
+
+def simt_generation(arch: str, overrides: Mapping[str, str]) -> str:
+    """The cuBLAS SIMT kernel generation an architecture's GEMMs use: ``overrides``
+    (``KernelParams.tile_generation``), else ``SIMT_GENERATION`` (Ampere's for the rest)."""
+    return overrides.get(arch, SIMT_GENERATION.get(arch, "ampere"))
 #: Least K depth of one split-K slice.
 MIN_SLICE: int = 128
 

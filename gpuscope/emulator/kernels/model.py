@@ -24,7 +24,7 @@ import numpy as np
 from gpuscope.emulator.kernels import correction
 from gpuscope.emulator.kernels.conv import GEOM, conv_time
 from gpuscope.emulator.kernels.device import KernelDevice
-from gpuscope.emulator.kernels.gemm import SIMT_GENERATION, gemm_time
+from gpuscope.emulator.kernels.gemm import gemm_time, simt_generation
 from gpuscope.emulator.kernels.memory import stream_time
 from gpuscope.emulator.kernels.params import KernelParams
 from gpuscope.emulator.kernels.precision import mm_rates
@@ -99,7 +99,7 @@ def device_seconds(kb: KernelBatch, dev: KernelDevice, p: KernelParams,
     n = len(kb)
     t = np.zeros(n)
     rate, tc = mm_rates(dev, precision, kb.cudnn, kb.gemm, kb.half, kb.attn_fp32)
-    simt_gen = p.tile_generation.get(dev.arch, SIMT_GENERATION.get(dev.arch, "ampere"))
+    simt_gen = simt_generation(dev.arch, p.tile_generation)
     for kname, kid in KIND.items():
         rows = kb.kind == kid
         if not rows.any():
